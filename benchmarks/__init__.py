@@ -1,0 +1,1 @@
+"""graphmem benchmarks: labelled retrieval data, metrics, and the runners built on them."""

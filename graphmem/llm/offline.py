@@ -1,0 +1,724 @@
+"""OfflineLLM: deterministic, rule-based answers for every task; no network, the embedded default.
+
+It reads ``request.inputs`` (never ``request.prompt``) and answers with the requested model:
+
+- feedback: cue words and regexes find corrections, preferences, complaints and praise in an owner
+  message; the instruction clause becomes the learning ("Keep emails under 3 paragraphs").
+- objective_eval: score from status, errors, retries and duration; one learning per failing tool.
+- reflection: went-well / improvements / rules from the outcome, the tools and the feedback.
+- judge: ground-truth match (normalised exact, containment, token F1) or criteria checks.
+- reflector: one bullet per failed verdict ("When <input>, answer <truth> instead of <output>").
+- summary: extractive and incremental: previous bullets minus removed plus new, corrections first.
+
+Text from tools and traces is only ever quoted or classified, never turned into an instruction;
+only the owner's own words (feedback) are reworded into instructions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from graphmem.errors import LLMError, LLMValidationError
+from graphmem.llm.base import LLMRequest, T
+from graphmem.llm.schemas import (
+    EpisodeReflection,
+    EvaluationLearning,
+    FeedbackAnalysis,
+    JudgeVerdict,
+    ObjectiveEvaluation,
+    ReflectorBullet,
+    ReflectorOutput,
+    SummaryOutput,
+)
+
+_I = re.IGNORECASE
+
+# --- shared text helpers ---------------------------------------------------------------------
+
+_STOP = frozenset(
+    "a an the and or but of to in on at for with by from as is are was were be been it its this that "
+    "these those i you we they he she my your our their me us them do does did so if then than too very "
+    "just not no please".split()
+)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+(?:['’][a-z]+)?", text.lower())
+
+
+def _tokens(text: str) -> set[str]:
+    return {w for w in _words(text) if w not in _STOP}
+
+
+def _norm(text: str) -> str:
+    return " ".join(_words(text))
+
+
+def _jaccard(a: str, b: str) -> float:
+    ta, tb = _tokens(a), _tokens(b)
+    if not ta or not tb:
+        return 1.0 if _norm(a) == _norm(b) else 0.0
+    return len(ta & tb) / len(ta | tb)
+
+
+def _similar(a: str, b: str, threshold: float = 0.75) -> bool:
+    """Near-identical: same normalised text, or token Jaccard >= threshold."""
+    return _norm(a) == _norm(b) or _jaccard(a, b) >= threshold
+
+
+def _gist(text: str | None, n: int = 10) -> str:
+    words = (text or "").split()
+    return " ".join(words[:n]) + ("…" if len(words) > n else "")
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text
+
+
+def _sentences(text: str) -> list[str]:
+    parts = re.split(r"(?<=[.!?;])\s+|\n+", text.strip())
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        if item and item.lower() not in seen:
+            seen.add(item.lower())
+            out.append(item)
+    return out
+
+
+# --- feedback --------------------------------------------------------------------------------
+
+_ACK = re.compile(
+    r"^(ok(ay)?|k|sure|yes|yep|yeah|no|nope|cool|fine|got it|thanks?( you)?( so much)?|thx|ty|alright|"
+    r"right|hmm+|hi|hello|hey|good morning|noted)[\s!.]*$",
+    _I,
+)
+_PREFERENCE = re.compile(
+    r"\b(prefer(s|red)?|i'?d rather|would rather|i (really )?(like|love) it when|"
+    r"(i|we) (want|need|'d like|would like) you to)\b",
+    _I,
+)
+_STANDING = re.compile(
+    r"\b(always|never|from now on|going forward|in (the )?future|next time|every time|each time|"
+    r"by default|make sure|remember to|don'?t forget)\b",
+    _I,
+)
+_NEG_DIRECTIVE = re.compile(r"\b(don'?t|do not|stop|avoid|no more|quit)\b", _I)
+_CORRECTION = re.compile(
+    r"\b(actually|instead|wrong|incorrect|not (what|how) i|that'?s not|should(n'?t| not)? have|"
+    r"mistake|you forgot|you missed|not right)\b|^no[,!.]",
+    _I,
+)
+_TOO = re.compile(
+    r"\btoo (long|short|verbose|wordy|formal|casual|informal|slow|vague|generic|detailed|technical|"
+    r"brief|late|early|much|many|few|complicated|complex|repetitive)\b",
+    _I,
+)
+_COMPLAINT = re.compile(
+    r"\b(hate|annoying|terrible|awful|useless|confusing|sloppy|bad|poor|unacceptable|frustrat\w*|"
+    r"disappoint\w*|not helpful|unhelpful|rambling)\b",
+    _I,
+)
+_PRAISE = re.compile(
+    r"\b(great|perfect|excellent|awesome|amazing|fantastic|brilliant|nice|good job|well done|love(d)? it|"
+    r"spot on|exactly what i (needed|wanted)|very helpful|so helpful|superb|impressive|nailed it)\b",
+    _I,
+)
+_THANKS = re.compile(r"\b(thanks|thank you)\b", _I)
+_PLEASE_STYLE = re.compile(
+    r"\bplease\b.*\b(keep|use|write|format|make|be|include|avoid|add|cc|sign|stick to|limit|"
+    r"shorten|summari[sz]e|cite|double-check)\b",
+    _I,
+)
+_SOFT_START = re.compile(r"^(keep|avoid|stick to|limit|be (more|less)|stop|skip|prefer|cut)\b", _I)
+_YOU_HABIT = re.compile(r"^(you|u) (always|never|keep)\b", _I)
+
+_LEADING = re.compile(
+    r"^(actually|also|and|but|so|ok(ay)?|no|nope|hey|hmm+|well|oh|btw|by the way|fyi|one more thing|"
+    r"just|honestly|in (the )?future|from now on|going forward|next time|please)\b[\s,:;!-]*",
+    _I,
+)
+_TRAILING = re.compile(
+    r"[\s,]*(next time|from now on|going forward|in (the )?future|please|thanks|thank you)?[\s.!?;,]*$", _I
+)
+_REWRITES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"^(i|we) (would |'d )?prefer (that )?you (to )?", _I), ""),
+    (re.compile(r"^(i|we) (would |'d )?prefer ", _I), "Prefer "),
+    (re.compile(r"^(i|we) (would|'d) (rather|like) (that )?you (to )?", _I), ""),
+    (re.compile(r"^(i|we) (want|need) you to ", _I), ""),
+    (re.compile(r"^(you|u) (should not|shouldn'?t|must not|mustn'?t) ", _I), "Do not "),
+    (re.compile(r"^(you|u) (should|must|need to|have to|ought to) ", _I), ""),
+    (re.compile(r"^(can|could|would|will) you (please )?", _I), ""),
+    (re.compile(r"^(i|we) (really )?(don'?t|do not) (like|want|need) (it when you )?", _I), "Avoid "),
+    (re.compile(r"^(i|we) (really )?(hate|dislike|can'?t stand) it when you ", _I), "Don't "),
+    (re.compile(r"^(i|we) (really )?(hate|dislike|can'?t stand) ", _I), "Avoid "),
+    (re.compile(r"^(i|we) (really )?(like|love) it when you ", _I), ""),
+    (re.compile(r"^didn'?t ", _I), "Don't "),
+]
+_OPPOSITE = {
+    "long": "shorter", "short": "longer", "verbose": "more concise", "wordy": "more concise",
+    "formal": "more casual", "casual": "more formal", "informal": "more formal", "slow": "faster",
+    "vague": "more specific", "generic": "more specific", "detailed": "less detailed",
+    "technical": "less technical", "brief": "more detailed", "complicated": "simpler",
+    "complex": "simpler", "repetitive": "less repetitive", "late": "earlier", "early": "later",
+}
+_OBJECTIVE_TYPES: list[tuple[str, re.Pattern[str]]] = [
+    ("email", re.compile(r"e-?mails?|\bmail\b|inbox|newsletter", _I)),
+    ("research", re.compile(r"\b(research|sources?|citations?|reports?|findings|competitors?|search)", _I)),
+    ("code", re.compile(r"\b(code|coding|function|tests?|bugs?|refactor|python|javascript|commits?|pull request)\b", _I)),
+    ("scheduling", re.compile(r"\b(meetings?|calendar|schedul\w*|invites?|appointments?)\b", _I)),
+    ("writing", re.compile(r"\b(posts?|blog|articles?|drafts?|essays?|copy)\b", _I)),
+]
+_STYLE = re.compile(
+    r"\b(long|short|length|concise|brief|verbose|wordy|paragraphs?|tone|formal|casual|friendly|format\w*|"
+    r"bullet\w*|markdown|headings?)\b",
+    _I,
+)
+_NOT_ENTITY = frozenset(
+    "i i'm i'd i've i'll ok okay ai please thanks actually also monday tuesday wednesday thursday friday "
+    "saturday sunday january february march april may june july august september october november december "
+    "the this that it great perfect".split()
+)
+
+
+def _objective_type_of(*texts: str | None) -> str | None:
+    for text in texts:
+        if text:
+            for name, pattern in _OBJECTIVE_TYPES:
+                if pattern.search(text.replace("_", " ")):
+                    return name
+    return None
+
+
+def _to_instruction(sentence: str) -> str:
+    """Reword one owner sentence as a standing instruction ("Keep emails under 3 paragraphs")."""
+    s = sentence.strip()
+    for _ in range(4):
+        s = _LEADING.sub("", s, count=1).strip()
+    s = re.sub(r"\bplease\s+", "", s, flags=_I)
+    for pattern, repl in _REWRITES:
+        s = pattern.sub(repl, s, count=1)
+    s = _TRAILING.sub("", s).strip(" ,;:-")
+    return _cap(s)
+
+
+def _too_instruction(sentence: str, tool: str | None) -> str | None:
+    m = _TOO.search(sentence)
+    if not m:
+        return None
+    better = _OPPOSITE.get(m.group(1).lower())
+    if better is None:
+        return None
+    subj = re.search(r"([\w\s]+?)\s+(?:was|is|were|are|'s|’s|feels?|seems?)\s+(?:\w+\s+)?too\b", sentence, _I)
+    noun = ""
+    if subj:
+        words = [w for w in subj.group(1).split() if w.lower() not in {"that", "the", "this", "your", "last",
+                                                                       "those", "these", "my", "one", "it"}]
+        noun = words[-1] if words else ""
+    if noun and noun.lower() not in {"actually", "but", "and", "so"}:
+        noun = noun.lower() if noun.lower().endswith("s") else noun.lower() + "s"
+        return f"Make {noun} {better}"
+    return f"Make {tool} output {better}" if tool else f"Make responses {better}"
+
+
+def _entities(text: str) -> list[str]:
+    found: list[str] = []
+    for sentence in _sentences(text):
+        for m in re.finditer(r"\b[A-Z][\w&'’-]*(?:\s+[A-Z][\w&-]*)*", sentence):
+            words = [re.sub(r"['’]s$", "", w) for w in m.group(0).split()]
+            at_start = m.start() == 0 or not sentence[: m.start()].strip(" \"'([")
+            if at_start:
+                words = words[1:] if len(words) == 1 or words[0].lower() in _NOT_ENTITY else words
+            while words and words[0].lower() in _NOT_ENTITY:
+                words = words[1:]
+            while words and words[-1].lower() in _NOT_ENTITY:
+                words = words[:-1]
+            if words:
+                found.append(" ".join(words))
+    return _unique(found)
+
+
+def _topics(text: str, objective_type: str | None) -> list[str]:
+    topics = []
+    if _STYLE.search(text):
+        topics.append(f"{objective_type or 'writing'} style")
+    if re.search(r"\b(citations?|sources?|references?)\b", text, _I):
+        topics.append("citations")
+    if re.search(r"\b(price|pricing|cost|budget|discount)\b", text, _I):
+        topics.append("pricing")
+    return topics
+
+
+def _pick_tool(text: str, actions: list[dict[str, Any]], tool: str | None) -> str | None:
+    recent = [str(a["tool_name"]) for a in reversed(actions) if a.get("tool_name")]
+    candidates = _unique(([tool] if tool else []) + recent)
+    generic = {"send", "get", "run", "tool", "create", "do", "make", "call", "use", "the", "api"}
+    words = set(_words(text))
+    for cand in candidates:
+        parts = [p for p in re.split(r"[_.\-\s]+", cand.lower()) if p and p not in generic]
+        if any(w == p or w == p + "s" or w == p + "es" for p in parts for w in words):
+            return cand
+    return tool or (recent[0] if recent else None)
+
+
+def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None = None,
+                     tool: str | None = None) -> FeedbackAnalysis:
+    """Rule-based FeedbackExtractor: find feedback in an owner message and word it as a learning."""
+    text = (content or "").strip()
+    actions = list(recent_actions or [])
+    if all(a.get("created_at") is not None for a in actions):
+        actions.sort(key=lambda a: str(a["created_at"]))
+    none = FeedbackAnalysis(has_feedback=False, sentiment="neutral", confidence=0.9)
+    if not text or _ACK.match(text):
+        return none
+    instructions: list[str] = []
+    wrong: list[str] = []
+    praise: list[str] = []
+    strong = 0
+    pref = corr = complaint = False
+    for s in _sentences(text):
+        is_pref, is_standing = bool(_PREFERENCE.search(s)), bool(_STANDING.search(s))
+        is_neg, is_corr = bool(_NEG_DIRECTIVE.search(s)), bool(_CORRECTION.search(s))
+        is_too, is_compl = bool(_TOO.search(s)), bool(_COMPLAINT.search(s))
+        is_praise = bool(_PRAISE.search(s))
+        weak = bool(_PLEASE_STYLE.search(s) or _SOFT_START.match(_LEADING.sub("", s).strip()))
+        strong += sum((is_pref, is_standing, is_neg, is_corr, is_too, is_compl, is_praise))
+        pref |= is_pref
+        corr |= is_corr
+        complaint |= is_too or is_compl
+        habit = bool(_YOU_HABIT.match(_LEADING.sub("", s).strip()))
+        question = s.endswith("?") and not (is_pref or is_standing or weak or is_neg)
+        if question and not (is_corr or is_too or is_compl):
+            continue
+        if (is_pref or is_standing or is_neg or weak or (is_corr and re.search(r"\binstead\b", s, _I))) \
+                and not habit and not (is_too and not (is_pref or is_standing or weak)):
+            instructions.append(_to_instruction(s))
+        elif is_too or is_compl or is_corr or habit:
+            wrong.append(_TRAILING.sub("", _LEADING.sub("", s)).strip())
+        elif is_praise:
+            praise.append(s.rstrip(" .!"))
+    if not (instructions or wrong or praise):
+        if _THANKS.search(text) and len(_words(text)) > 3:
+            praise.append(text.rstrip(" .!"))
+        else:
+            return none
+    about_tool = _pick_tool(text, actions, tool)
+    obj_type = _objective_type_of(text, about_tool)
+    instructions = [i for i in _unique(instructions) if len(_words(i)) >= 2]
+    if not instructions and wrong:
+        derived = [d for d in (_too_instruction(w, about_tool) for w in wrong) if d]
+        instructions = _unique(derived)
+    if instructions:
+        ftype = "preference" if pref else "correction" if (corr or complaint) else "preference"
+    elif wrong:
+        ftype = "complaint" if complaint else "correction"
+    else:
+        ftype = "praise"
+    negative = ftype in ("correction", "complaint") or complaint
+    sentiment = "negative" if negative else "positive" if ftype == "praise" else "neutral"
+    if instructions:
+        learning: str | None = "; ".join(instructions)
+    elif wrong:
+        learning = f"Avoid repeating what the owner disliked: {'; '.join(wrong)}"
+    else:
+        scope = f" for {about_tool}" if about_tool else f" for {obj_type} work" if obj_type else ""
+        learning = f'Keep the approach the owner praised{scope} ("{_gist(praise[0], 16)}")'
+    confidence = min(0.9, 0.5 + 0.1 * strong) if strong else 0.5
+    return FeedbackAnalysis(
+        has_feedback=True,
+        feedback_type=ftype,  # type: ignore[arg-type]
+        about_tool=about_tool,
+        about_objective_type=obj_type,
+        what_was_wrong="; ".join(_unique(wrong)) or None,
+        what_to_do_instead="; ".join(instructions) or None,
+        sentiment=sentiment,
+        confidence=round(confidence, 2),
+        learning=learning,
+        topics=_topics(text, obj_type),
+        entities=_entities(text),
+    )
+
+
+# --- objective evaluation --------------------------------------------------------------------
+
+_ERROR_KINDS: list[tuple[str, re.Pattern[str], str]] = [
+    ("rate limited", re.compile(r"\b429\b|rate[ -]?limit|too many requests|throttl|quota", _I),
+     "Space out {tool} calls and back off before retrying after a rate limit"),
+    ("timed out", re.compile(r"time[ds]?[ -]?out|timed out|deadline", _I),
+     "Use smaller requests or a longer timeout for {tool}, and retry with backoff"),
+    ("target not found", re.compile(r"\b404\b|not found|no such|does(n't| not) exist", _I),
+     "Verify that the target exists before calling {tool}"),
+    ("permission denied", re.compile(r"\b40[13]\b|unauthori[sz]ed|forbidden|permission|access denied", _I),
+     "Check credentials and permissions before calling {tool}"),
+    ("invalid input", re.compile(r"\b(400|422)\b|invalid|malformed|validation|bad request|parse error|syntax error", _I),
+     "Validate the arguments of {tool} against its expected format before calling it"),
+    ("server error", re.compile(r"\b5\d\d\b|internal server error|service unavailable|overloaded|bad gateway", _I),
+     "Retry {tool} with backoff on server errors and keep a fallback ready"),
+    ("connection error", re.compile(r"connection|network|unreachable|\bdns\b|refused", _I),
+     "Retry {tool} with backoff on connection errors"),
+]
+_DEFAULT_ADVICE = "Check the inputs and result of each {tool} call, and change approach instead of repeating a failing call"
+_ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b|\b(failed|timed out|rate[ -]?limited)\b", _I)
+_FAILED = {"failed", "failure", "error", "errored", "aborted"}
+_DONE = {"completed", "complete", "succeeded", "success", "done"}
+
+
+def _step_failed(step: dict[str, Any]) -> bool:
+    if step.get("success") is False:
+        return True
+    return step.get("success") is None and step.get("kind") == "tool_result" and bool(
+        _ERROR_TEXT.search(str(step.get("content") or ""))
+    )
+
+
+def _sequence(tools: list[str]) -> str:
+    runs: list[list[Any]] = []
+    for t in tools:
+        if runs and runs[-1][0] == t:
+            runs[-1][1] += 1
+        else:
+            runs.append([t, 1])
+    return " → ".join(f"{t} ×{n}" if n > 1 else t for t, n in runs)
+
+
+def evaluate_objective(goal: str, status: str, result: str | None, duration_s: float | None,
+                       steps: list[dict[str, Any]], objective_type: str | None) -> ObjectiveEvaluation:
+    """Rule-based ObjectiveEvaluator: score, learnings per failing tool, well/poorly used tools."""
+    state = (status or "").strip().lower()
+    obj_type = objective_type or _objective_type_of(goal)
+    goal_gist = _gist(goal, 8)
+    failures: dict[str, list[dict[str, Any]]] = {}
+    retries: dict[str, int] = {}
+    recovered: set[str] = set()
+    ok_tools: list[str] = []
+    call_sequence: list[str] = []
+    for i, step in enumerate(steps):
+        tool = str(step.get("tool_name") or "")
+        if tool and step.get("kind") != "tool_result":
+            call_sequence.append(tool)
+        if step.get("success") is True and tool:
+            ok_tools.append(tool)
+        if not _step_failed(step):
+            continue
+        key = tool or "general"
+        failures.setdefault(key, []).append(step)
+        later = [s for s in steps[i + 1:] if str(s.get("tool_name") or "") == tool and tool]
+        if later:
+            retries[key] = retries.get(key, 0) + 1
+            if any(s.get("success") is True for s in later):
+                recovered.add(key)
+    if not call_sequence:
+        call_sequence = [str(s["tool_name"]) for s in steps if s.get("tool_name")]
+    n_fail = sum(len(v) for v in failures.values())
+    n_retry = sum(retries.values())
+    score = 9.0 if state in _DONE else 3.0 if state in _FAILED else 6.0
+    score -= min(4, n_fail) * (1.0 if state in _DONE else 0.5) + min(2, n_retry) * 0.5
+    if duration_s is not None:
+        score -= 1.5 if duration_s > 3600 else 1.0 if duration_s > 1800 else 0.0
+    score -= 1.0 if len(steps) > 25 else 0.0
+    score = round(max(1.0, min(10.0, score)), 1)
+
+    learnings: list[EvaluationLearning] = []
+    for tool, failed in failures.items():
+        kinds = []
+        advice = _DEFAULT_ADVICE
+        for name, pattern, tip in _ERROR_KINDS:
+            hits = sum(1 for s in failed if pattern.search(str(s.get("content") or "")))
+            if hits:
+                kinds.append(f"{name} ×{hits}" if hits > 1 else name)
+                advice = tip if advice == _DEFAULT_ADVICE else advice
+        label = tool if tool != "general" else "A step"
+        insight = f"{label} failed {len(failed)} time{'s' if len(failed) > 1 else ''}: " \
+                  f"{', '.join(kinds) or 'errors'} while working on \"{goal_gist}\""
+        if tool in recovered:
+            insight += f" (succeeded after {retries.get(tool, 1)} retr{'ies' if retries.get(tool, 1) > 1 else 'y'})"
+        learnings.append(EvaluationLearning(
+            insight=insight, applies_to=tool if tool != "general" else (obj_type and "objective_type") or "general",
+            recommendation=advice.format(tool=tool if tool != "general" else "each tool"), sentiment="negative"))
+    notable = False
+    if state in _FAILED:
+        bad = ", ".join(t for t in failures if t != "general")
+        learnings.append(EvaluationLearning(
+            insight=f"The objective \"{goal_gist}\" failed" + (f" after errors in {bad}" if bad else ""),
+            applies_to="objective_type" if obj_type else "general",
+            recommendation="Fix or work around a failing step before moving on, and report a blocker early"
+            if failures else "Confirm what the objective needs before starting, and check each step's result",
+            sentiment="negative"))
+    elif state in _DONE and not failures and len(set(call_sequence)) >= 2:
+        notable = True
+        seq = _sequence(call_sequence)
+        learnings.append(EvaluationLearning(
+            insight=f"\"{goal_gist}\" completed without errors using {seq}",
+            applies_to="objective_type" if obj_type else "general",
+            recommendation=f"For {obj_type or 'similar'} objectives, follow the sequence {seq}",
+            sentiment="positive"))
+    if state in _DONE and duration_s is not None and duration_s > 3600:
+        notable = True
+        learnings.append(EvaluationLearning(
+            insight=f"\"{goal_gist}\" took {duration_s / 60:.0f} minutes",
+            applies_to="objective_type" if obj_type else "general",
+            recommendation=f"Plan the steps of {obj_type or 'long'} objectives up front and batch similar tool calls",
+            sentiment="neutral"))
+    poorly = [t for t in failures if t != "general"]
+    well = _unique(t for t in ok_tools if t not in failures)
+    return ObjectiveEvaluation(
+        overall_score=score, learnings=learnings, tools_used_well=well, tools_used_poorly=poorly,
+        should_remember=bool(failures) or state in _FAILED or notable)
+
+
+# --- reflection ------------------------------------------------------------------------------
+
+_FB_GOOD = re.compile(r"^\s*(/good|good|positive|👍|\+1|yes)\s*$", _I)
+_FB_BAD = re.compile(r"^\s*(/bad|bad|negative|👎|-1|no)\s*$", _I)
+
+
+def reflect_episode(user_text: str, assistant_text: str, success: bool | None, tools_used: list[str],
+                    feedback: str | None) -> EpisodeReflection:
+    """Rule-based episode reflection (seed 004)."""
+    gist = _gist(user_text, 10)
+    tools = ", ".join(_unique(tools_used))
+    fb: FeedbackAnalysis | None = None
+    if feedback and _FB_GOOD.match(feedback):
+        fb_sent = "positive"
+    elif feedback and _FB_BAD.match(feedback):
+        fb_sent = "negative"
+    elif feedback:
+        fb = analyse_feedback(feedback)
+        fb_sent = fb.sentiment if fb.has_feedback else "neutral"
+    else:
+        fb_sent = "neutral"
+    outcome = success if success is not None else (True if fb_sent == "positive" else False if fb_sent == "negative" else None)
+    went_well: list[str] = []
+    improvements: list[str] = []
+    rules: list[str] = []
+    prompts: list[str] = []
+    if outcome is True:
+        went_well.append("The response satisfied the request")
+        if tools:
+            went_well.append(f"Used {tools} to complete it")
+            rules.append(f'For requests like "{gist}", use {tools}')
+    elif outcome is False:
+        improvements.append("The response did not satisfy the request")
+        if tools:
+            improvements.append(f"Check the results of {tools} before answering")
+    if fb_sent == "positive" and feedback:
+        went_well.append(f'The user gave positive feedback: "{_gist(feedback, 16)}"')
+    if fb is not None and fb.has_feedback:
+        if fb.what_was_wrong:
+            improvements.append(f"Fix: {fb.what_was_wrong}")
+        if fb.learning and fb.feedback_type != "praise":
+            improvements.append(fb.learning)
+            rules.append(fb.learning)
+            prompts.append(f'Add "{fb.learning}" to the system prompt')
+    if outcome is False and not rules:
+        rules.append(f'For requests like "{gist}", check the answer against the request before responding')
+        prompts.append(f'Add a self-check step for requests like "{gist}"')
+    state = {True: "succeeded", False: "failed", None: "had an unknown outcome"}[outcome]
+    text = f'The episode "{gist}" {state}' + (f" using {tools}" if tools else "") + "."
+    if feedback:
+        text += f" Feedback was {fb_sent}."
+    if improvements:
+        text += f" {len(improvements)} improvement(s) noted."
+    return EpisodeReflection(reflection=text, what_went_well=_unique(went_well), improvements=_unique(improvements),
+                             rules=_unique(rules), prompt_suggestions=_unique(prompts))
+
+
+# --- judge and reflector ---------------------------------------------------------------------
+
+_NEGATIONS = {"not", "no", "never", "non", "isn't", "isnt", "don't", "dont", "cannot", "can't", "false"}
+_CRIT_STOP = _STOP | set("must should output answer response agent contain contains include includes "
+                         "correct correctly valid well clear clearly given input".split())
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x.replace(",", "")) for x in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
+
+
+def judge_output(judge_name: str, criteria: str, input_text: str, output: str, ground_truth: str | None,
+                 reasoning: str | None) -> JudgeVerdict:
+    """Rule-based judge: ground-truth match when given, else the criteria's checkable parts."""
+    out_n = _norm(output)
+    if not out_n:
+        return JudgeVerdict(passed=False, score=0.0, reasoning=f"{judge_name}: the output is empty")
+    if ground_truth is not None and _norm(ground_truth):
+        gt_n = _norm(ground_truth)
+        neg_differs = bool(_NEGATIONS & set(out_n.split())) != bool(_NEGATIONS & set(gt_n.split()))
+        if out_n == gt_n:
+            return JudgeVerdict(passed=True, score=1.0, reasoning="The output matches the ground truth exactly")
+        gt_nums, out_nums = _numbers(ground_truth), _numbers(output)
+        if gt_nums and len(gt_nums) == 1 and len(_tokens(ground_truth)) <= 2:
+            hit = any(abs(x - gt_nums[0]) <= 1e-9 * max(1.0, abs(gt_nums[0])) for x in out_nums)
+            return JudgeVerdict(passed=hit, score=1.0 if hit else 0.0,
+                                reasoning=f"Expected the number {ground_truth.strip()}; "
+                                          f"{'found it' if hit else 'the output has ' + (', '.join(map(str, out_nums)) or 'no number')}")
+        if not neg_differs and re.search(rf"(^| ){re.escape(gt_n)}( |$)", out_n):
+            return JudgeVerdict(passed=True, score=0.9, reasoning="The output contains the ground truth")
+        gt_t, out_t = _tokens(ground_truth) or set(gt_n.split()), _tokens(output) or set(out_n.split())
+        common = len(gt_t & out_t)
+        f1 = 0.0 if not common else 2 * common / (len(gt_t) + len(out_t))
+        if neg_differs:
+            f1 *= 0.5
+        passed = f1 >= 0.6
+        why = "one of them negates the other; " if neg_differs else ""
+        return JudgeVerdict(passed=passed, score=round(f1, 3),
+                            reasoning=f"{why}token overlap with the ground truth is {f1:.2f} "
+                                      f"(expected \"{_gist(ground_truth, 12)}\", got \"{_gist(output, 12)}\")")
+    checks: list[tuple[bool, str]] = []
+    if re.search(r"\bjson\b", criteria, _I):
+        try:
+            json.loads(output)
+            checks.append((True, "is valid JSON"))
+        except ValueError:
+            checks.append((False, "is not valid JSON"))
+    for m in re.finditer(r"\b(under|at most|no more than|fewer than|less than|max(?:imum)?(?: of)?)\s+(\d+)\s+"
+                         r"(words?|sentences?|paragraphs?|characters?|chars|lines?)\b", criteria, _I):
+        limit, unit = int(m.group(2)), m.group(3).lower()
+        n = (len(output.split()) if unit.startswith("word") else len(output) if unit.startswith("char")
+             else len(_sentences(output)) if unit.startswith("sentence")
+             else len([p for p in re.split(r"\n\s*\n", output) if p.strip()]) if unit.startswith("paragraph")
+             else len(output.splitlines()))
+        strict = m.group(1).lower() in ("under", "fewer than", "less than")
+        ok = n < limit if strict else n <= limit
+        checks.append((ok, f"has {n} {unit} (limit {m.group(1)} {limit})"))
+    keywords = _unique(w for w in _words(criteria) if len(w) >= 4 and w not in _CRIT_STOP and not w.isdigit())
+    if keywords and not checks:
+        stems = {w[:5] for w in _words(output)}
+        hits = [k for k in keywords if k[:5] in stems]
+        cover = len(hits) / len(keywords)
+        checks.append((cover >= 0.5, f"covers {len(hits)}/{len(keywords)} criteria keywords"))
+    if not checks:
+        return JudgeVerdict(passed=True, score=0.5, reasoning=f"{judge_name}: nothing checkable; output is non-empty")
+    score = sum(1 for ok, _ in checks if ok) / len(checks)
+    return JudgeVerdict(passed=score >= 0.5 and all(ok for ok, _ in checks[:1]), score=round(score, 3),
+                        reasoning=f"{judge_name}: the output " + "; ".join(msg for _, msg in checks))
+
+
+def reflect_failures(input_text: str, output: str, ground_truth: str | None, reasoning: str | None,
+                     verdicts: list[dict[str, Any]]) -> ReflectorOutput:
+    """Rule-based reflector: one bullet per failed verdict (deduplicated)."""
+    failed = [v for v in verdicts if not v.get("passed")]
+    if not verdicts and ground_truth and _norm(ground_truth) != _norm(output):
+        failed = [{"judge": "ground_truth", "passed": False, "reasoning": "the output differs from the ground truth"}]
+    gist_in, gist_out = _gist(input_text, 12), _gist(output, 12)
+    applies = f'the input is like "{gist_in}"'
+    bullets: list[ReflectorBullet] = []
+    for v in failed:
+        if ground_truth and _norm(ground_truth):
+            truth = _gist(ground_truth, 12)
+            bullet = ReflectorBullet(content=f'When {applies[4:]}, answer "{truth}" instead of "{gist_out}"',
+                                     applies_when=applies, recommendation=f'Answer "{truth}"')
+        else:
+            issue = _gist(str(v.get("reasoning") or "the output failed this check"), 20).rstrip(".")
+            bullet = ReflectorBullet(
+                content=f"When {applies[4:]}, avoid what the {v.get('judge') or 'judge'} judge flagged: {issue}",
+                applies_when=applies, recommendation=f"Address: {issue}")
+        if not any(_similar(bullet.content, b.content, 0.9) for b in bullets):
+            bullets.append(bullet)
+    return ReflectorOutput(bullets=bullets[:10])
+
+
+# --- summary ---------------------------------------------------------------------------------
+
+
+def _parse_bullets(text: str) -> list[str]:
+    out = []
+    for line in (text or "").splitlines():
+        line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line).strip()
+        if line and not line.endswith(":"):
+            out.append(line)
+    return out
+
+
+def summarize(previous: str, learnings: list[dict[str, Any]], removed: list[str], max_bullets: int) -> SummaryOutput:
+    """Extractive, incremental summary: previous bullets − removed + one bullet per new learning."""
+    cap = max(0, min(10, max_bullets))
+    kept = [b for b in _parse_bullets(previous)
+            if not any(_similar(b, r, 0.6) or (_norm(r) and _norm(r) in _norm(b)) for r in removed if r)]
+    rank = {"negative": 0, "neutral": 1, "positive": 2}
+    new = sorted(
+        ((rank.get(str(item.get("sentiment") or "neutral"), 1), 0 if item.get("kind") in ("preference", "rule") else 1,
+          i, _cap(str(item.get("recommendation") or item.get("content") or "").strip().rstrip(".")))
+         for i, item in enumerate(learnings)),
+    )
+    fresh = [(r, text) for r, _, _, text in new if text]
+    first = [t for r, t in fresh if r == 0]
+    rest = [t for r, t in fresh if r != 0]
+    bullets: list[str] = []
+    for text in first + kept + rest:
+        dupe = next((j for j, b in enumerate(bullets) if _similar(b, text)), None)
+        if dupe is None:
+            bullets.append(text)
+    return SummaryOutput(bullets=bullets[:cap])
+
+
+# --- the LLM ---------------------------------------------------------------------------------
+
+
+def _need(inputs: dict[str, Any], *keys: str) -> None:
+    missing = [k for k in keys if k not in inputs]
+    if missing:
+        raise LLMError(f"OfflineLLM needs request.inputs with {', '.join(missing)}; "
+                       "build requests with the graphmem.llm.prompts builders")
+
+
+class OfflineLLM:
+    """Deterministic, rule-based LLM: reads ``request.inputs``, never the network."""
+
+    name = "offline"
+
+    def generate(self, request: LLMRequest, schema: type[T]) -> T:
+        """Answer ``request`` by the rules of its task and validate the answer as ``schema``."""
+        x = request.inputs
+        answer: BaseModel
+        if request.task == "feedback":
+            _need(x, "content")
+            answer = analyse_feedback(str(x["content"]), list(x.get("recent_actions") or []), x.get("tool"))
+        elif request.task == "objective_eval":
+            _need(x, "goal", "status")
+            answer = evaluate_objective(str(x["goal"]), str(x["status"]), x.get("result"), x.get("duration_s"),
+                                        list(x.get("steps") or []), x.get("objective_type"))
+        elif request.task == "reflection":
+            _need(x, "user_text", "assistant_text")
+            answer = reflect_episode(str(x["user_text"]), str(x["assistant_text"]), x.get("success"),
+                                     list(x.get("tools_used") or []), x.get("feedback"))
+        elif request.task == "judge":
+            _need(x, "output")
+            answer = judge_output(str(x.get("judge_name") or "judge"), str(x.get("criteria") or ""),
+                                  str(x.get("input_text") or ""), str(x["output"]), x.get("ground_truth"),
+                                  x.get("reasoning"))
+        elif request.task == "reflector":
+            _need(x, "input_text", "output")
+            answer = reflect_failures(str(x["input_text"]), str(x["output"]), x.get("ground_truth"),
+                                      x.get("reasoning"), list(x.get("verdicts") or []))
+        else:  # summary
+            answer = summarize(str(x.get("previous") or ""), list(x.get("learnings") or []),
+                               [str(r) for r in x.get("removed") or []], int(x.get("max_bullets", 10)))
+        if isinstance(answer, schema):
+            return answer
+        try:
+            return schema.model_validate(answer.model_dump())
+        except ValidationError as e:
+            raise LLMValidationError(
+                f"OfflineLLM answers task {request.task!r} with {type(answer).__name__}, "
+                f"which does not validate as {schema.__name__}: {e.error_count()} error(s)"
+            ) from e
+
+
+__all__ = [
+    "OfflineLLM",
+    "analyse_feedback",
+    "evaluate_objective",
+    "judge_output",
+    "reflect_episode",
+    "reflect_failures",
+    "summarize",
+]

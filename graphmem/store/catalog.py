@@ -1,0 +1,257 @@
+"""In-memory columnar catalogs of learnings and events, kept in sync with every write.
+
+Context assembly runs before every tool call, so its hot path must not scan the database. The
+catalog holds, per node, the unit-normalised embedding (a numpy matrix: exact cosine over 100k ×
+384 takes ~5 ms here, faster than Kùzu's HNSW index and with no 374 s build) and the columns the
+retrieval filters and the quality prior read. Full rows are fetched from Kùzu only for the few
+results returned. The store rebuilds the catalogs when it opens a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from graphmem.models import STATUSES, TIERS, Learning
+
+STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
+TIER_CODE = {t: i for i, t in enumerate(TIERS)}
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _ts(dt: datetime | None) -> float:
+    if dt is None:
+        return np.nan
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return (dt - _EPOCH).total_seconds()
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
+    v = np.asarray(vectors, dtype=np.float32)
+    if v.ndim == 1:
+        v = v[None, :]
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return v / norms
+
+
+@dataclass
+class VectorMatrix:
+    """A growable matrix of unit vectors addressed by id, with swap-remove."""
+
+    dim: int
+    ids: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    _m: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._m = np.zeros((16, self.dim), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The live rows (a view; do not keep it across writes)."""
+        return self._m[: len(self.ids)]
+
+    def _grow(self, need: int) -> None:
+        if need > self._m.shape[0]:
+            cap = max(need, self._m.shape[0] * 2)
+            grown = np.zeros((cap, self.dim), dtype=np.float32)
+            grown[: len(self.ids)] = self._m[: len(self.ids)]
+            self._m = grown
+
+    def put(self, ident: str, vector: np.ndarray) -> int:
+        """Insert or replace the vector of ``ident``; returns its row."""
+        row = self.rows.get(ident)
+        if row is None:
+            row = len(self.ids)
+            self._grow(row + 1)
+            self.ids.append(ident)
+            self.rows[ident] = row
+        self._m[row] = normalise(vector)[0]
+        return row
+
+    def bulk_load(self, ids: list[str], vectors: np.ndarray) -> None:
+        """Replace everything with ``ids`` and their vectors (used on open)."""
+        self.ids = list(ids)
+        self.rows = {ident: i for i, ident in enumerate(self.ids)}
+        self._m = np.zeros((max(16, len(ids)), self.dim), dtype=np.float32)
+        if len(ids):
+            self._m[: len(ids)] = normalise(vectors)
+
+    def remove(self, ident: str) -> tuple[int, int] | None:
+        """Swap-remove ``ident``; returns (removed_row, moved_from_row) or None if absent."""
+        row = self.rows.pop(ident, None)
+        if row is None:
+            return None
+        last = len(self.ids) - 1
+        if row != last:
+            moved = self.ids[last]
+            self.ids[row] = moved
+            self.rows[moved] = row
+            self._m[row] = self._m[last]
+        self.ids.pop()
+        return row, last
+
+    def cosine(self, query: np.ndarray) -> np.ndarray:
+        """Cosine similarity of the (unnormalised) query to every row."""
+        if not self.ids:
+            return np.zeros(0, dtype=np.float32)
+        return self.matrix @ normalise(query)[0]
+
+
+class LearningCatalog:
+    """Learnings' embeddings and the columns retrieval filters and ranks on.
+
+    Columns are numpy arrays aligned with ``vectors.ids``; ``keys`` maps a (user, content_key)
+    pair to the learning id for exact-duplicate detection.
+    """
+
+    COLUMNS = (
+        "status", "tier", "superseded", "shared", "helpful", "harmful", "validations",
+        "confidence", "score", "canary_allocation", "created_at", "updated_at", "expires_at",
+    )
+
+    def __init__(self, dim: int) -> None:
+        self.vectors = VectorMatrix(dim)
+        self.user: list[str] = []
+        self.tool: list[str | None] = []
+        self.keys: dict[tuple[str, str], str] = {}
+        self._key_of: dict[str, tuple[str, str]] = {}
+        self.cols: dict[str, np.ndarray] = {c: np.zeros(16, dtype=np.float64) for c in self.COLUMNS}
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def __contains__(self, ident: object) -> bool:
+        return ident in self.vectors.rows
+
+    @property
+    def ids(self) -> list[str]:
+        """Learning ids, aligned with the columns and the matrix rows."""
+        return self.vectors.ids
+
+    def col(self, name: str) -> np.ndarray:
+        """The live part of column ``name``."""
+        return self.cols[name][: len(self)]
+
+    def _ensure(self, n: int) -> None:
+        for name, arr in self.cols.items():
+            if n > arr.shape[0]:
+                grown = np.zeros(max(n, arr.shape[0] * 2), dtype=np.float64)
+                grown[: arr.shape[0]] = arr
+                self.cols[name] = grown
+
+    def _values(self, learning: Learning, content_key: str) -> dict[str, float]:
+        ttl = learning.ttl_days
+        expires = _ts(learning.created_at) + ttl * 86400.0 if ttl else np.inf
+        return {
+            "status": STATUS_CODE[learning.status],
+            "tier": TIER_CODE[learning.tier],
+            "superseded": 1.0 if learning.superseded_by else 0.0,
+            "shared": 1.0 if learning.shared else 0.0,
+            "helpful": learning.helpful,
+            "harmful": learning.harmful,
+            "validations": learning.validations,
+            "confidence": learning.confidence,
+            "score": learning.score,
+            "canary_allocation": learning.canary_allocation,
+            "created_at": _ts(learning.created_at),
+            "updated_at": _ts(learning.updated_at),
+            "expires_at": expires,
+        }
+
+    def upsert(self, learning: Learning, embedding: np.ndarray | None, content_key: str) -> None:
+        """Add or refresh one learning; ``embedding`` None keeps the current vector."""
+        known = learning.id in self.vectors.rows
+        if embedding is None and not known:
+            raise ValueError(f"learning {learning.id} is new to the catalog and needs an embedding")
+        if embedding is not None:
+            row = self.vectors.put(learning.id, embedding)
+        else:
+            row = self.vectors.rows[learning.id]
+        self._ensure(row + 1)
+        if row == len(self.user):
+            self.user.append(learning.user_id)
+            self.tool.append(learning.tool)
+        else:
+            self.user[row] = learning.user_id
+            self.tool[row] = learning.tool
+        for name, value in self._values(learning, content_key).items():
+            self.cols[name][row] = value
+        old_key = self._key_of.get(learning.id)
+        if old_key is not None and self.keys.get(old_key) == learning.id:
+            del self.keys[old_key]
+        key = (learning.user_id, content_key)
+        self.keys[key] = learning.id
+        self._key_of[learning.id] = key
+
+    def remove(self, ident: str) -> None:
+        """Forget one learning (after a delete)."""
+        moved = self.vectors.remove(ident)
+        if moved is None:
+            return
+        row, last = moved
+        if row != last:
+            self.user[row] = self.user[last]
+            self.tool[row] = self.tool[last]
+            for arr in self.cols.values():
+                arr[row] = arr[last]
+        self.user.pop()
+        self.tool.pop()
+        key = self._key_of.pop(ident, None)
+        if key is not None and self.keys.get(key) == ident:
+            del self.keys[key]
+
+    def find_exact(self, user_id: str, content_key: str) -> str | None:
+        """The id of the user's learning with exactly this content key, if any."""
+        return self.keys.get((user_id, content_key))
+
+    def load_columns(
+        self,
+        ids: list[str],
+        users: list[str],
+        tools: list[str | None],
+        content_keys: list[str],
+        vectors: np.ndarray,
+        columns: dict[str, np.ndarray],
+    ) -> None:
+        """Rebuild from scratch out of column arrays (used on open; no per-row models)."""
+        self.vectors.bulk_load(ids, vectors)
+        self.user, self.tool = list(users), list(tools)
+        n = max(16, len(ids))
+        self.cols = {}
+        for name in self.COLUMNS:
+            arr = np.zeros(n, dtype=np.float64)
+            arr[: len(ids)] = columns[name]
+            self.cols[name] = arr
+        self.keys = {(u, k): i for i, u, k in zip(ids, users, content_keys)}
+        self._key_of = {i: (u, k) for i, u, k in zip(ids, users, content_keys)}
+
+
+class EventCatalog:
+    """Events' embeddings and owners, for episodic search."""
+
+    def __init__(self, dim: int) -> None:
+        self.vectors = VectorMatrix(dim)
+        self.user: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def add(self, event_id: str, user_id: str, embedding: np.ndarray) -> None:
+        """Add one event."""
+        row = self.vectors.put(event_id, embedding)
+        if row == len(self.user):
+            self.user.append(user_id)
+
+    def load(self, ids: list[str], users: list[str], vectors: np.ndarray) -> None:
+        """Rebuild from scratch."""
+        self.vectors.bulk_load(ids, vectors)
+        self.user = list(users)

@@ -1,0 +1,187 @@
+"""Event and Objective nodes: the episodic log and the goals it belongs to."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from graphmem.errors import NotFoundError
+from graphmem.models import Event, Objective, utcnow
+from graphmem.store.kuzu_store import KuzuBase, dumps, from_db_time, loads, to_db_time
+from graphmem.store.text import search_text
+
+EVENT_PROPS: tuple[str, ...] = (
+    "id", "user_id", "session_id", "kind", "role", "direction", "is_owner", "content",
+    "tool_name", "success", "objective_id", "entities", "created_at",
+)
+_EVENT_RETURN = ", ".join(f"e.{p} AS {p}" for p in EVENT_PROPS) + ", e.metadata AS metadata"
+OBJECTIVE_PROPS: tuple[str, ...] = (
+    "id", "user_id", "goal", "objective_type", "status", "result", "score", "started_at", "ended_at",
+)
+_OBJ_RETURN = ", ".join(f"o.{p} AS {p}" for p in OBJECTIVE_PROPS)
+
+
+def event_from_row(row: dict[str, Any]) -> Event:
+    """An Event model from a row returned with the event projection."""
+    data = {p: row[p] for p in EVENT_PROPS}
+    data["created_at"] = from_db_time(data["created_at"])
+    data["entities"] = list(data["entities"] or [])
+    data["is_owner"] = bool(data["is_owner"])
+    data["metadata"] = loads(row.get("metadata"), {})
+    return Event.model_validate(data)
+
+
+def objective_from_row(row: dict[str, Any]) -> Objective:
+    """An Objective model from a row returned with the objective projection."""
+    data = {p: row[p] for p in OBJECTIVE_PROPS}
+    data["started_at"] = from_db_time(data["started_at"])
+    data["ended_at"] = from_db_time(data["ended_at"])
+    return Objective.model_validate(data)
+
+
+class EventStore(KuzuBase):
+    """Events (with USED_TOOL, PART_OF and MENTIONS edges) and Objectives."""
+
+    def insert_event(self, event: Event, embedding: np.ndarray) -> None:
+        """Write one event and its edges in one transaction, and index it for search."""
+        data = event.model_dump()
+        params = {p: data[p] for p in EVENT_PROPS}
+        params["created_at"] = to_db_time(event.created_at)
+        params["metadata"] = dumps(event.metadata)
+        params["search_text"] = search_text(event.content)
+        params["embedding"] = [float(x) for x in embedding]
+        props = ", ".join(f"{p}: ${p}" for p in params)
+        with self.transaction():
+            self.write(f"CREATE (e:Event {{{props}}})", params)
+            if event.tool_name:
+                self.write(
+                    "MERGE (t:Tool {name: $name}) ON CREATE SET t.success_count = 0, t.error_count = 0, t.created_at = $ts "
+                    "WITH t MATCH (e:Event {id: $id}) MERGE (e)-[:USED_TOOL]->(t)",
+                    {"id": event.id, "name": event.tool_name, "ts": params["created_at"]},
+                )
+            if event.objective_id:
+                self.write(
+                    "MATCH (e:Event {id: $id}), (o:Objective {id: $oid}) MERGE (e)-[:PART_OF]->(o)",
+                    {"id": event.id, "oid": event.objective_id},
+                )
+            for name in event.entities:
+                self.write(
+                    "MERGE (n:Entity {name: $name}) ON CREATE SET n.kind = 'thing', n.created_at = $ts "
+                    "WITH n MATCH (e:Event {id: $id}) MERGE (e)-[:MENTIONS]->(n)",
+                    {"id": event.id, "name": name, "ts": params["created_at"]},
+                )
+            self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, embedding))
+
+    def get_event(self, event_id: str) -> Event:
+        """One event by id; NotFoundError if there is none."""
+        rows = self.read(f"MATCH (e:Event {{id: $id}}) RETURN {_EVENT_RETURN}", {"id": event_id})
+        if not rows:
+            raise NotFoundError(f"no event with id {event_id!r}")
+        return event_from_row(rows[0])
+
+    def get_events(self, ids: Sequence[str]) -> list[Event]:
+        """Events by id, in the order given (missing ids skipped)."""
+        out = []
+        for ident in ids:
+            rows = self.read(f"MATCH (e:Event {{id: $id}}) RETURN {_EVENT_RETURN}", {"id": ident})
+            if rows:
+                out.append(event_from_row(rows[0]))
+        return out
+
+    def recent_events(
+        self,
+        user_id: str,
+        *,
+        limit: int = 5,
+        direction: str | None = None,
+        kinds: Sequence[str] | None = None,
+        objective_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[Event]:
+        """The user's latest events matching the filters, newest first."""
+        where = ["e.user_id = $user"]
+        params: dict[str, Any] = {"user": user_id, "limit": int(limit)}
+        if direction is not None:
+            where.append("e.direction = $direction")
+            params["direction"] = direction
+        if kinds:
+            where.append("e.kind IN $kinds")
+            params["kinds"] = list(kinds)
+        if objective_id is not None:
+            where.append("e.objective_id = $oid")
+            params["oid"] = objective_id
+        if session_id is not None:
+            where.append("e.session_id = $sid")
+            params["sid"] = session_id
+        query = (
+            f"MATCH (e:Event) WHERE {' AND '.join(where)} RETURN {_EVENT_RETURN} "
+            "ORDER BY e.created_at DESC LIMIT $limit"
+        )
+        return [event_from_row(r) for r in self.read(query, params)]
+
+    def count_events(self) -> int:
+        """How many Event nodes there are."""
+        return int(self.read("MATCH (e:Event) RETURN count(e) AS n")[0]["n"])
+
+    def load_event_catalog(self) -> None:
+        """Rebuild the in-memory event catalog from the database."""
+        result = self._conn().execute("MATCH (e:Event) RETURN e.id AS id, e.user_id AS user_id, e.embedding AS embedding")
+        if isinstance(result, list):
+            result = result[-1]
+        table = result.get_as_arrow(chunk_size=1_000_000)
+        n = table.num_rows
+        if n == 0:
+            self.event_catalog.load([], [], np.zeros((0, self.dim), np.float32))
+            return
+        emb = table.column("embedding").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        self.event_catalog.load(
+            table.column("id").to_pylist(),
+            table.column("user_id").to_pylist(),
+            np.asarray(emb, dtype=np.float32).reshape(n, self.dim),
+        )
+
+    # --- objectives ---------------------------------------------------------------------
+    def insert_objective(self, objective: Objective) -> None:
+        """Write one objective, linked to its ObjectiveType."""
+        data = objective.model_dump()
+        params = {p: data[p] for p in OBJECTIVE_PROPS}
+        params["started_at"] = to_db_time(objective.started_at)
+        params["ended_at"] = to_db_time(objective.ended_at)
+        props = ", ".join(f"{p}: ${p}" for p in params)
+        with self.transaction():
+            self.write(f"CREATE (o:Objective {{{props}}})", params)
+            if objective.objective_type:
+                self.write(
+                    "MERGE (t:ObjectiveType {name: $name}) ON CREATE SET t.created_at = $ts "
+                    "WITH t MATCH (o:Objective {id: $id}) MERGE (o)-[:FOR_OBJECTIVE_TYPE]->(t)",
+                    {"id": objective.id, "name": objective.objective_type, "ts": params["started_at"]},
+                )
+
+    def save_objective(self, objective: Objective) -> None:
+        """Overwrite an objective's properties."""
+        data = objective.model_dump()
+        params = {p: data[p] for p in OBJECTIVE_PROPS}
+        params["started_at"] = to_db_time(objective.started_at)
+        params["ended_at"] = to_db_time(objective.ended_at)
+        sets = ", ".join(f"o.{p} = ${p}" for p in OBJECTIVE_PROPS if p != "id")
+        self.write(f"MATCH (o:Objective {{id: $id}}) SET {sets}", params)
+
+    def get_objective(self, objective_id: str) -> Objective:
+        """One objective by id; NotFoundError if there is none."""
+        rows = self.read(f"MATCH (o:Objective {{id: $id}}) RETURN {_OBJ_RETURN}", {"id": objective_id})
+        if not rows:
+            raise NotFoundError(
+                f"no objective with id {objective_id!r}; start one with Memory.start_objective()"
+            )
+        return objective_from_row(rows[0])
+
+    def bump_tool_counters(self, tool: str, *, successes: int = 0, errors: int = 0) -> None:
+        """Add to a Tool's success/error counters (seed 001: tracked in tool definitions)."""
+        self.write(
+            "MERGE (t:Tool {name: $name}) ON CREATE SET t.success_count = 0, t.error_count = 0, t.created_at = $ts "
+            "SET t.success_count = t.success_count + $s, t.error_count = t.error_count + $e",
+            {"name": tool, "s": int(successes), "e": int(errors), "ts": to_db_time(utcnow())},
+        )
+

@@ -1,0 +1,301 @@
+"""KuzuStore: the connection, transactions, errors and raw Cypher; the base of the store.
+
+Kùzu allows one write transaction at a time and fails a second at once, so every write in this
+process goes through one re-entrant lock: threads wait instead of failing. Reads use a
+connection per thread. Kùzu's RuntimeErrors are wrapped into graphmem errors where they enter.
+
+Row ↔ model conversion and the per-node-type queries live in the mixin modules next to this one
+(``learnings.py``, ``events.py``, ...); :class:`graphmem.store.KuzuGraphStore` combines them.
+"""
+
+from __future__ import annotations
+
+import importlib.util  # noqa: F401  -- kuzu's COPY FROM a pyarrow table needs it imported
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import kuzu
+
+from graphmem.errors import (
+    CypherError,
+    DatabaseLockedError,
+    EmbedderMismatchError,
+    ReadOnlyError,
+    StoreError,
+)
+from graphmem.store import migrations
+from graphmem.store.catalog import EventCatalog, LearningCatalog
+
+
+def to_db_time(value: datetime | None) -> datetime | None:
+    """A datetime as Kùzu stores it: naive UTC (Kùzu drops the offset without converting)."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def from_db_time(value: Any) -> datetime | None:
+    """A datetime read from Kùzu, marked UTC."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
+    raise StoreError(f"expected a timestamp from the database, got {value!r}")
+
+
+def dumps(value: Any) -> str:
+    """JSON text for a JSON-valued property."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def loads(text: str | None, default: Any) -> Any:
+    """Parse a JSON-valued property; ``default`` when empty."""
+    if not text:
+        return default
+    return json.loads(text)
+
+
+class KuzuBase:
+    """Connection handling, transactions and raw queries over one Kùzu database."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        *,
+        dim: int,
+        embedder_name: str,
+        read_only: bool = False,
+    ) -> None:
+        self.path = None if path is None else Path(path)
+        self.dim = dim
+        self.embedder_name = embedder_name
+        self.read_only = read_only
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._closed = False
+        self._tx_depth = 0
+        self._after_commit: list[Callable[[], None]] = []
+        self.learning_catalog = LearningCatalog(dim)
+        self.event_catalog = EventCatalog(dim)
+        self._db = self._open_database()
+        self._conn_main = kuzu.Connection(self._db)  # the one write connection, under the lock
+        self.schema_version = self._prepare_schema()
+
+    # --- opening ------------------------------------------------------------------------
+    def _open_database(self) -> kuzu.Database:
+        where = ":memory:" if self.path is None else str(self.path)
+        if self.path is not None:
+            if self.path.is_dir():
+                raise StoreError(
+                    f"{self.path} is a directory; a graphmem database is a single file: "
+                    f"pass a file path such as {self.path / 'memory.kuzu'}"
+                )
+            if self.read_only and not self.path.exists():
+                raise StoreError(f"{self.path} does not exist; create it first without read_only=True")
+            if not self.path.parent.exists():
+                raise StoreError(f"the folder {self.path.parent} does not exist; create it first")
+        try:
+            return kuzu.Database(where, read_only=self.read_only)
+        except RuntimeError as e:
+            msg = str(e)
+            if "lock" in msg.lower():
+                raise DatabaseLockedError(
+                    f"{self.path} is locked by another process (Kùzu: {msg.splitlines()[0]}). "
+                    "Only one process may open a graphmem file: close the other one, route "
+                    "access through a single owner process, or open it with read_only=True "
+                    "once no process holds it for writing."
+                ) from e
+            raise StoreError(f"could not open {where}: {msg}") from e
+
+    def _prepare_schema(self) -> int:
+        conn = self._conn_main
+        meta = migrations.read_meta(conn)
+        if meta:
+            stored_name, stored_dim = meta.get("embedder", "?"), int(meta.get("dim", "0"))
+            if stored_dim != self.dim or stored_name != self.embedder_name:
+                raise EmbedderMismatchError(
+                    f"{self.path} was built with embedder {stored_name!r} ({stored_dim} dims), "
+                    f"but this Memory uses {self.embedder_name!r} ({self.dim} dims): open it with "
+                    "the same embedder, or start a new database file"
+                )
+        if self.read_only:
+            version = int(meta.get("schema_version", "0"))
+            if version != migrations.latest_version():
+                raise StoreError(
+                    f"{self.path} has schema version {version}, expected "
+                    f"{migrations.latest_version()}; open it once without read_only=True to migrate"
+                )
+        else:
+            with self._write_lock:
+                version = migrations.migrate(conn, self.dim, self.embedder_name)
+        return version
+
+    # --- connections and transactions -----------------------------------------------------
+    def _conn(self) -> kuzu.Connection:
+        """This thread's read connection (inside this thread's write transaction: the writer's)."""
+        if self._tx_depth and self._write_lock._is_owned():  # type: ignore[attr-defined]
+            return self._conn_main
+        if self._closed:
+            raise StoreError("this Memory is closed; open a new one")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = kuzu.Connection(self._db)
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction; nested uses join the outer one. Rolls back on any error."""
+        if self.read_only:
+            raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
+        with self._write_lock:
+            conn = self._conn_main
+            if self._tx_depth:
+                self._tx_depth += 1
+                try:
+                    yield
+                finally:
+                    self._tx_depth -= 1
+                return
+            try:
+                conn.execute("BEGIN TRANSACTION")
+            except RuntimeError as e:
+                raise StoreError(f"could not start a transaction: {e}") from e
+            self._tx_depth = 1
+            self._after_commit = []
+            try:
+                yield
+            except BaseException:
+                self._tx_depth = 0
+                self._after_commit = []
+                _rollback(conn)  # Kùzu may already have rolled back after the failing statement
+                raise
+            self._tx_depth = 0
+            pending, self._after_commit = self._after_commit, []
+            try:
+                conn.execute("COMMIT")
+            except RuntimeError as e:
+                raise StoreError(f"commit failed: {e}") from e
+            for fn in pending:
+                fn()
+
+    def on_commit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once the current write transaction commits (now, if there is none).
+
+        In-memory state (the catalogs) is updated this way, so a rollback leaves it untouched.
+        """
+        if self._tx_depth and self._write_lock._is_owned():  # type: ignore[attr-defined]
+            self._after_commit.append(fn)
+        else:
+            fn()
+
+    def _run(self, conn: kuzu.Connection, cypher: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        result = conn.execute(cypher, dict(params or {}))
+        if isinstance(result, list):  # several statements: the last result counts
+            result = result[-1]
+        names = result.get_column_names()
+        return [dict(zip(names, row)) for row in result.get_all()]
+
+    def read(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a read query; inside a write transaction it sees that transaction's writes."""
+        try:
+            return self._run(self._conn(), cypher, params)
+        except RuntimeError as e:
+            raise StoreError(f"query failed: {e}") from e
+
+    def write(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a write query under the process-wide write lock."""
+        if self.read_only:
+            raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
+        with self._write_lock:
+            try:
+                return self._run(self._conn_main, cypher, params)
+            except RuntimeError as e:
+                raise StoreError(f"write failed: {e}") from e
+
+    def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False) -> list[dict[str, Any]]:
+        """Run an analyst's Cypher; read-only (enforced by a read-only transaction) unless write."""
+        if not query or not query.strip():
+            raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
+        if write:
+            if self.read_only:
+                raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
+            with self._write_lock:
+                try:
+                    return self._run(self._conn_main, query, params)
+                except RuntimeError as e:
+                    raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+        conn = self._conn()
+        if conn is self._conn_main:  # inside our own write transaction: plain read
+            try:
+                return self._run(conn, query, params)
+            except RuntimeError as e:
+                raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+        try:
+            conn.execute("BEGIN TRANSACTION READ ONLY")
+            try:
+                rows = self._run(conn, query, params)
+            except RuntimeError as e:
+                _rollback(conn)
+                text = str(e)
+                if "read-only" in text or "read only" in text.lower():
+                    raise CypherError(
+                        "this query writes to the graph; pass write=True (CLI: --write) if you mean it"
+                    ) from e
+                raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+            conn.execute("COMMIT")
+            return rows
+        except RuntimeError as e:
+            raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+
+    def stats(self) -> dict[str, int]:
+        """Row counts of every node table and edge table, by name."""
+        tables = self.read("CALL show_tables() RETURN name, type")
+        out: dict[str, int] = {}
+        for t in tables:
+            name, kind = t["name"], t["type"]
+            if kind == "NODE":
+                q = f"MATCH (n:{name}) RETURN count(n) AS n"
+            elif kind == "REL":
+                q = f"MATCH ()-[r:{name}]->() RETURN count(r) AS n"
+            else:
+                continue
+            out[name] = int(self.read(q)[0]["n"])
+        return out
+
+    def close(self) -> None:
+        """Close the database; the object is unusable afterwards."""
+        if self._closed:
+            return
+        with self._write_lock:
+            self._closed = True
+            self._local = threading.local()
+            try:
+                self._conn_main.close()
+                self._db.close()
+            except RuntimeError as e:
+                raise StoreError(f"closing the database failed: {e}") from e
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return self._closed
+
+
+def _rollback(conn: kuzu.Connection) -> None:
+    try:
+        conn.execute("ROLLBACK")
+    except RuntimeError:
+        pass
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -1,0 +1,284 @@
+"""Learning nodes and their edges: writes, reads, and the catalog rebuild on open."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from graphmem.errors import NotFoundError
+from graphmem.models import Learning, LearningLinks, Transition
+from graphmem.store.catalog import STATUS_CODE, TIER_CODE
+from graphmem.store.kuzu_store import KuzuBase, from_db_time, to_db_time
+from graphmem.store.text import content_key, search_text
+
+# Scalar properties written from the model, in schema order (embedding handled apart).
+LEARNING_PROPS: tuple[str, ...] = (
+    "id", "user_id", "shared", "kind", "content", "recommendation", "applies_when",
+    "source_type", "source_event_id", "sentiment", "confidence", "score", "status",
+    "canary_allocation", "tier", "helpful", "harmful", "validations", "contradictions",
+    "times_applied", "last_applied_at", "last_validated_at", "pass_streak", "fail_streak",
+    "version", "ttl_days", "superseded_by", "tool", "objective_type", "topics", "entities",
+    "created_at", "updated_at",
+)
+_TIME_PROPS = frozenset({"last_applied_at", "last_validated_at", "created_at", "updated_at"})
+_RETURN = ", ".join(f"l.{p} AS {p}" for p in LEARNING_PROPS)
+
+
+def learning_params(learning: Learning) -> dict[str, Any]:
+    """The model as Kùzu parameters (times as naive UTC, derived search columns added)."""
+    data = learning.model_dump()
+    params = {p: (to_db_time(data[p]) if p in _TIME_PROPS else data[p]) for p in LEARNING_PROPS}
+    params["content_key"] = content_key(learning.content)
+    params["search_text"] = search_text(learning.content, learning.recommendation, learning.applies_when)
+    return params
+
+
+def learning_from_row(row: dict[str, Any]) -> Learning:
+    """A Learning model from a row returned with the ``_RETURN`` projection."""
+    data = {p: row[p] for p in LEARNING_PROPS}
+    for p in _TIME_PROPS:
+        data[p] = from_db_time(data[p])
+    data["topics"] = list(data["topics"] or [])
+    data["entities"] = list(data["entities"] or [])
+    for p in ("helpful", "harmful", "validations", "contradictions", "times_applied", "pass_streak", "fail_streak"):
+        data[p] = int(data[p] or 0)
+    data["version"] = int(data["version"] or 1)
+    data["shared"] = bool(data["shared"])
+    return Learning.model_validate(data)
+
+
+_SET_ALL = ", ".join(f"l.{p} = ${p}" for p in LEARNING_PROPS if p != "id")
+
+
+class LearningStore(KuzuBase):
+    """Learning nodes, their association edges, and the in-memory learning catalog."""
+
+    def insert_learning(self, learning: Learning, embedding: np.ndarray, links: LearningLinks) -> None:
+        """Write the learning, its Tool/Topic/Entity/ObjectiveType nodes and edges in one transaction."""
+        params = learning_params(learning)
+        params["embedding"] = [float(x) for x in embedding]
+        props = ", ".join(f"{p}: ${p}" for p in params)
+        with self.transaction():
+            self.write(f"CREATE (l:Learning {{{props}}})", params)
+            self._link(learning.id, links, learning.created_at)
+            key = params["content_key"]
+            self.on_commit(lambda: self.learning_catalog.upsert(learning, embedding, key))
+
+    def _link(self, learning_id: str, links: LearningLinks, when: datetime) -> None:
+        ts = to_db_time(when)
+        p: dict[str, Any] = {"id": learning_id, "ts": ts}
+        if links.tool:
+            self.write(
+                "MERGE (t:Tool {name: $name}) ON CREATE SET t.success_count = 0, t.error_count = 0, t.created_at = $ts "
+                "WITH t MATCH (l:Learning {id: $id}) MERGE (l)-[:ABOUT_TOOL]->(t)",
+                {**p, "name": links.tool},
+            )
+        for topic in links.topics:
+            self.write(
+                "MERGE (t:Topic {name: $name}) ON CREATE SET t.created_at = $ts "
+                "WITH t MATCH (l:Learning {id: $id}) MERGE (l)-[:ABOUT_TOPIC]->(t)",
+                {**p, "name": topic},
+            )
+        for entity in links.entities:
+            self.write(
+                "MERGE (e:Entity {name: $name}) ON CREATE SET e.kind = 'thing', e.created_at = $ts "
+                "WITH e MATCH (l:Learning {id: $id}) MERGE (l)-[:MENTIONS]->(e)",
+                {**p, "name": entity},
+            )
+        if links.objective_type:
+            self.write(
+                "MERGE (o:ObjectiveType {name: $name}) ON CREATE SET o.created_at = $ts "
+                "WITH o MATCH (l:Learning {id: $id}) MERGE (l)-[:FOR_OBJECTIVE_TYPE]->(o)",
+                {**p, "name": links.objective_type},
+            )
+        if links.objective_id:
+            self.write(
+                "MATCH (l:Learning {id: $id}), (o:Objective {id: $oid}) MERGE (l)-[:FOR_OBJECTIVE]->(o)",
+                {**p, "oid": links.objective_id},
+            )
+        if links.source_event_id:
+            self.write(
+                "MATCH (l:Learning {id: $id}), (e:Event {id: $eid}) MERGE (l)-[:DERIVED_FROM]->(e)",
+                {**p, "eid": links.source_event_id},
+            )
+        self._relate(links.topics, links.entities)
+
+    def _relate(self, topics: Sequence[str], entities: Sequence[str]) -> None:
+        """Count co-occurrence of the topics and entities one learning links (RELATED edges)."""
+        pairs: list[tuple[str, str, str, str]] = []
+        names = [("Topic", t) for t in topics] + [("Entity", e) for e in entities]
+        for i, (ka, a) in enumerate(names):
+            for kb, b in names[i + 1 :]:
+                if a != b or ka != kb:
+                    pairs.append((ka, a, kb, b))
+        for ka, a, kb, b in pairs:
+            self.write(
+                f"MATCH (a:{ka} {{name: $a}}), (b:{kb} {{name: $b}}) "
+                "MERGE (a)-[r:RELATED]->(b) ON CREATE SET r.weight = 1 ON MATCH SET r.weight = r.weight + 1",
+                {"a": a, "b": b},
+            )
+
+    def add_links(self, learning_id: str, links: LearningLinks) -> None:
+        """Add association edges to an existing learning (used when a merge brings new ones)."""
+        learning = self.get_learning(learning_id)
+        with self.transaction():
+            self._link(learning_id, links, learning.updated_at)
+
+    def save_learning(self, learning: Learning, embedding: np.ndarray | None = None) -> None:
+        """Overwrite every scalar property of an existing learning (and its embedding if given)."""
+        params = learning_params(learning)
+        sets = _SET_ALL + ", l.content_key = $content_key, l.search_text = $search_text"
+        if embedding is not None:
+            params["embedding"] = [float(x) for x in embedding]
+            sets += ", l.embedding = $embedding"
+        rows = self.write(f"MATCH (l:Learning {{id: $id}}) SET {sets} RETURN l.id AS id", params)
+        if not rows:
+            raise NotFoundError(f"no learning with id {learning.id!r}")
+        key = params["content_key"]
+        self.on_commit(lambda: self.learning_catalog.upsert(learning, embedding, key))
+
+    def get_learning(self, learning_id: str) -> Learning:
+        """One learning by id; NotFoundError if there is none."""
+        rows = self.read(f"MATCH (l:Learning {{id: $id}}) RETURN {_RETURN}", {"id": learning_id})
+        if not rows:
+            raise NotFoundError(
+                f"no learning with id {learning_id!r}; list ids with Memory.learnings() or `graphmem list`"
+            )
+        return learning_from_row(rows[0])
+
+    def get_learnings(self, ids: Sequence[str]) -> list[Learning]:
+        """Learnings by id, in the order given (missing ids skipped). One PK lookup each."""
+        out = []
+        for ident in ids:
+            rows = self.read(f"MATCH (l:Learning {{id: $id}}) RETURN {_RETURN}", {"id": ident})
+            if rows:
+                out.append(learning_from_row(rows[0]))
+        return out
+
+    def learning_embedding(self, learning_id: str) -> np.ndarray:
+        """The stored embedding of one learning."""
+        rows = self.read("MATCH (l:Learning {id: $id}) RETURN l.embedding AS e", {"id": learning_id})
+        if not rows:
+            raise NotFoundError(f"no learning with id {learning_id!r}")
+        return np.asarray(rows[0]["e"], dtype=np.float32)
+
+    def find_learnings(
+        self,
+        *,
+        user_id: str | None = None,
+        include_shared: bool = True,
+        status: str | None = None,
+        tier: str | None = None,
+        tool: str | None = None,
+        topic: str | None = None,
+        entity: str | None = None,
+        kind: str | None = None,
+        objective_type: str | None = None,
+        limit: int | None = None,
+    ) -> list[Learning]:
+        """Learnings matching every filter given, newest first."""
+        match = "MATCH (l:Learning)"
+        where: list[str] = []
+        params: dict[str, Any] = {}
+        if tool is not None:
+            match += "-[:ABOUT_TOOL]->(:Tool {name: $tool})"
+            params["tool"] = tool
+        if topic is not None:
+            match += ", (l)-[:ABOUT_TOPIC]->(:Topic {name: $topic})"
+            params["topic"] = topic
+        if entity is not None:
+            match += ", (l)-[:MENTIONS]->(:Entity {name: $entity})"
+            params["entity"] = entity
+        if user_id is not None:
+            where.append("(l.user_id = $user" + (" OR l.shared = true)" if include_shared else ")"))
+            params["user"] = user_id
+        for name, value in (("status", status), ("tier", tier), ("kind", kind), ("objective_type", objective_type)):
+            if value is not None:
+                where.append(f"l.{name} = ${name}")
+                params[name] = value
+        query = match + (" WHERE " + " AND ".join(where) if where else "")
+        query += f" RETURN {_RETURN} ORDER BY l.created_at DESC"
+        if limit is not None:
+            query += " LIMIT $limit"
+            params["limit"] = int(limit)
+        return [learning_from_row(r) for r in self.read(query, params)]
+
+    def count_learnings(self) -> int:
+        """How many Learning nodes there are."""
+        return int(self.read("MATCH (l:Learning) RETURN count(l) AS n")[0]["n"])
+
+    def load_learning_catalog(self) -> None:
+        """Rebuild the in-memory learning catalog from the database (columnar, via Arrow)."""
+        cols = (
+            "id", "user_id", "tool", "content_key", "status", "tier", "superseded_by", "shared",
+            "helpful", "harmful", "validations", "confidence", "score", "canary_allocation",
+            "created_at", "updated_at", "ttl_days",
+        )
+        proj = ", ".join(f"l.{c} AS {c}" for c in cols) + ", l.embedding AS embedding"
+        result = self._conn().execute(f"MATCH (l:Learning) RETURN {proj}")
+        if isinstance(result, list):
+            result = result[-1]
+        table = result.get_as_arrow(chunk_size=1_000_000)
+        n = table.num_rows
+        if n == 0:
+            self.learning_catalog.load_columns([], [], [], [], np.zeros((0, self.dim), np.float32), {c: np.zeros(0) for c in self.learning_catalog.COLUMNS})
+            return
+        emb = table.column("embedding").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        vectors = np.asarray(emb, dtype=np.float32).reshape(n, self.dim)
+
+        def pylist(name: str) -> list[Any]:
+            return list(table.column(name).to_pylist())
+
+        def num(name: str, default: float = 0.0) -> np.ndarray:
+            arr = table.column(name).to_numpy(zero_copy_only=False)
+            return np.nan_to_num(np.asarray(arr, dtype=np.float64), nan=default)
+
+        def seconds(name: str) -> np.ndarray:
+            arr = table.column(name).cast("timestamp[us]").to_numpy(zero_copy_only=False)
+            return arr.astype("datetime64[us]").astype(np.int64) / 1e6
+
+        created = seconds("created_at")
+        ttl = np.asarray([t if t is not None else np.nan for t in pylist("ttl_days")], dtype=np.float64)
+        expires = np.where(np.isnan(ttl) | (ttl <= 0), np.inf, created + np.nan_to_num(ttl) * 86400.0)
+        columns = {
+            "status": np.asarray([STATUS_CODE[s] for s in pylist("status")], dtype=np.float64),
+            "tier": np.asarray([TIER_CODE[t] for t in pylist("tier")], dtype=np.float64),
+            "superseded": np.asarray([1.0 if s else 0.0 for s in pylist("superseded_by")]),
+            "shared": np.asarray([1.0 if s else 0.0 for s in pylist("shared")]),
+            "helpful": num("helpful"),
+            "harmful": num("harmful"),
+            "validations": num("validations"),
+            "confidence": num("confidence", 0.5),
+            "score": num("score", 0.5),
+            "canary_allocation": num("canary_allocation", 1.0),
+            "created_at": created,
+            "updated_at": seconds("updated_at"),
+            "expires_at": expires,
+        }
+        self.learning_catalog.load_columns(
+            pylist("id"), pylist("user_id"), pylist("tool"), pylist("content_key"), vectors, columns
+        )
+
+    def log_transition(self, transition: Transition) -> None:
+        """Persist one lifecycle change as a Transition node linked from its learning."""
+        data = transition.model_dump()
+        data["created_at"] = to_db_time(transition.created_at)
+        props = ", ".join(f"{k}: ${k}" for k in data)
+        self.write(
+            f"MATCH (l:Learning {{id: $learning_id}}) CREATE (l)-[:HAS_TRANSITION]->(:Transition {{{props}}})",
+            data,
+        )
+
+    def transitions(self, learning_id: str | None = None, *, limit: int = 1000) -> list[Transition]:
+        """Logged transitions, oldest first (of one learning, or of all)."""
+        where = "WHERE t.learning_id = $id " if learning_id else ""
+        rows = self.read(
+            f"MATCH (t:Transition) {where}RETURN t.id AS id, t.learning_id AS learning_id, t.field AS field, "
+            "t.old AS old, t.new AS new, t.reason AS reason, t.version AS version, t.created_at AS created_at "
+            "ORDER BY t.created_at, t.version LIMIT $limit",
+            {"id": learning_id, "limit": int(limit)} if learning_id else {"limit": int(limit)},
+        )
+        return [Transition.model_validate({**r, "created_at": from_db_time(r["created_at"])}) for r in rows]
