@@ -246,6 +246,7 @@ class Memory:
                 stored = self._store_learning(learning, links, np.asarray(vector, dtype=np.float32))
                 batch_keys[key] = stored
                 out.append(stored)
+        self._after_write()
         return out
 
     def _make_learning(
@@ -315,6 +316,8 @@ class Memory:
             return self._merge_into(self.store.get_learning(existing_id), learning, links)
         with self.store.transaction():
             self.store.insert_learning(learning, embedding, links)
+            self._on_learnings_changed([learning], change="created")
+        self._after_write()
         return learning
 
     def _merge_into(self, existing: Learning, new: Learning, links: LearningLinks) -> Learning:
@@ -345,6 +348,8 @@ class Memory:
         with self.store.transaction():
             self.store.save_learning(merged)
             self.store.add_links(merged.id, extra)
+            self._on_learnings_changed([merged], change="merged")
+        self._after_write()
         return merged
 
     def get_learning(self, learning_id: str) -> Learning:
@@ -429,6 +434,8 @@ class Memory:
                     Transition(learning_id=updated.id, field=field, old=old, new=new, reason=reason,
                                version=updated.version, created_at=now)
                 )
+            self._on_learnings_changed([updated], change="retired" if updated.status == "disabled" else "updated")
+        self._after_write()
         return updated
 
     def retire_learning(self, learning_id: str, *, reason: str = "retired") -> Learning:
@@ -460,6 +467,25 @@ class Memory:
             user_id=self.user, status=status, tier=tier, tool=tool, topic=topic, entity=entity,
             kind=kind, limit=limit,
         )
+
+    # --- write hooks ---------------------------------------------------------------------------
+    def _on_learnings_changed(self, learnings: Sequence[Learning], *, change: str) -> None:
+        """Called inside every transaction that writes learnings (created, merged, updated,
+        retired, outcome...): marks the summaries those learnings feed as staler."""
+
+    def _after_write(self) -> None:
+        """Called after a learning write commits: runs inline summary refreshes if due."""
+
+    # --- learning from experience (issue 3) ---------------------------------------------------
+
+    # --- retrieval (issue 4) -------------------------------------------------------------------
+
+    # --- summaries (issue 5) -------------------------------------------------------------------
+    def _user_preferences_text(self) -> str:
+        """The text of this user's ``user_preferences`` summary, "" until one exists."""
+        return ""
+
+    # --- outcomes and lifecycle (issue 6) ------------------------------------------------------
 
     # --- analysts ------------------------------------------------------------------------------
     def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False) -> list[dict[str, Any]]:

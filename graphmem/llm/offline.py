@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -37,6 +37,11 @@ from graphmem.llm.schemas import (
 )
 
 _I = re.IGNORECASE
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, _I)
+
 
 # --- shared text helpers ---------------------------------------------------------------------
 
@@ -59,16 +64,11 @@ def _norm(text: str) -> str:
     return " ".join(_words(text))
 
 
-def _jaccard(a: str, b: str) -> float:
-    ta, tb = _tokens(a), _tokens(b)
-    if not ta or not tb:
-        return 1.0 if _norm(a) == _norm(b) else 0.0
-    return len(ta & tb) / len(ta | tb)
-
-
 def _similar(a: str, b: str, threshold: float = 0.75) -> bool:
     """Near-identical: same normalised text, or token Jaccard >= threshold."""
-    return _norm(a) == _norm(b) or _jaccard(a, b) >= threshold
+    ta, tb = _tokens(a), _tokens(b)
+    jaccard = len(ta & tb) / len(ta | tb) if ta and tb else 0.0
+    return _norm(a) == _norm(b) or jaccard >= threshold
 
 
 def _gist(text: str | None, n: int = 10) -> str:
@@ -77,92 +77,68 @@ def _gist(text: str | None, n: int = 10) -> str:
 
 
 def _cap(text: str) -> str:
-    return text[:1].upper() + text[1:] if text else text
+    return text[:1].upper() + text[1:]
 
 
 def _sentences(text: str) -> list[str]:
-    parts = re.split(r"(?<=[.!?;])\s+|\n+", text.strip())
-    return [p.strip() for p in parts if p.strip()]
+    return [p.strip() for p in re.split(r"(?<=[.!?;])\s+|\n+", text.strip()) if p.strip()]
 
 
 def _unique(items: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    out = []
+    out: dict[str, str] = {}
     for item in items:
-        if item and item.lower() not in seen:
-            seen.add(item.lower())
-            out.append(item)
-    return out
+        if item:
+            out.setdefault(item.lower(), item)
+    return list(out.values())
 
 
 # --- feedback --------------------------------------------------------------------------------
 
-_ACK = re.compile(
-    r"^(ok(ay)?|k|sure|yes|yep|yeah|no|nope|cool|fine|got it|thanks?( you)?( so much)?|thx|ty|alright|"
-    r"right|hmm+|hi|hello|hey|good morning|noted)[\s!.]*$",
-    _I,
-)
-_PREFERENCE = re.compile(
-    r"\b(prefer(s|red)?|i'?d rather|would rather|i (really )?(like|love) it when|"
-    r"(i|we) (want|need|'d like|would like) you to)\b",
-    _I,
-)
-_STANDING = re.compile(
-    r"\b(always|never|from now on|going forward|in (the )?future|next time|every time|each time|"
-    r"by default|make sure|remember to|don'?t forget)\b",
-    _I,
-)
-_NEG_DIRECTIVE = re.compile(r"\b(don'?t|do not|stop|avoid|no more|quit)\b", _I)
-_CORRECTION = re.compile(
-    r"\b(actually|instead|wrong|incorrect|not (what|how) i|that'?s not|should(n'?t| not)? have|"
-    r"mistake|you forgot|you missed|not right)\b|^no[,!.]",
-    _I,
-)
-_TOO = re.compile(
-    r"\btoo (long|short|verbose|wordy|formal|casual|informal|slow|vague|generic|detailed|technical|"
-    r"brief|late|early|much|many|few|complicated|complex|repetitive)\b",
-    _I,
-)
-_COMPLAINT = re.compile(
-    r"\b(hate|annoying|terrible|awful|useless|confusing|sloppy|bad|poor|unacceptable|frustrat\w*|"
-    r"disappoint\w*|not helpful|unhelpful|rambling)\b",
-    _I,
-)
-_PRAISE = re.compile(
-    r"\b(great|perfect|excellent|awesome|amazing|fantastic|brilliant|nice|good job|well done|love(d)? it|"
-    r"spot on|exactly what i (needed|wanted)|very helpful|so helpful|superb|impressive|nailed it)\b",
-    _I,
-)
-_THANKS = re.compile(r"\b(thanks|thank you)\b", _I)
-_PLEASE_STYLE = re.compile(
-    r"\bplease\b.*\b(keep|use|write|format|make|be|include|avoid|add|cc|sign|stick to|limit|"
-    r"shorten|summari[sz]e|cite|double-check)\b",
-    _I,
-)
-_SOFT_START = re.compile(r"^(keep|avoid|stick to|limit|be (more|less)|stop|skip|prefer|cut)\b", _I)
-_YOU_HABIT = re.compile(r"^(you|u) (always|never|keep)\b", _I)
+_ACK = _rx(r"^(ok(ay)?|k|sure|yes|yep|yeah|no|nope|cool|fine|got it|thanks?( you)?( so much)?|thx|ty|alright|"
+    r"right|hmm+|hi|hello|hey|good morning|noted)[\s!.]*$")
+_PREFERENCE = _rx(r"\b(prefer(s|red)?|i'?d rather|would rather|i (really )?(like|love) it when|"
+    r"(i|we) (want|need|'d like|would like) you to)\b")
+_STANDING = _rx(r"\b(always|never|from now on|going forward|in (the )?future|next time|every time|each time|"
+    r"by default|make sure|remember to|don'?t forget)\b")
+_NEG_DIRECTIVE = _rx(r"\b(don'?t|do not|stop|avoid|no more|quit)\b")
+_CORRECTION = _rx(r"\b(actually|instead|wrong|incorrect|not (what|how) i|that'?s not|should(n'?t| not)? have|"
+    r"mistake|you forgot|you missed|not right)\b|^no[,!.]")
+_TOO = _rx(r"\btoo (long|short|verbose|wordy|formal|casual|informal|slow|vague|generic|detailed|technical|"
+    r"brief|late|early|much|many|few|complicated|complex|repetitive)\b")
+_COMPLAINT = _rx(r"\b(hate|annoying|terrible|awful|useless|confusing|sloppy|bad|poor|unacceptable|frustrat\w*|"
+    r"disappoint\w*|not helpful|unhelpful|rambling)\b")
+_PRAISE = _rx(r"\b(great|perfect|excellent|awesome|amazing|fantastic|brilliant|nice|good job|well done|love(d)? it|"
+    r"spot on|exactly what i (needed|wanted)|i (really )?(like|love) (this|that|your|the way)|very helpful|so helpful|superb|impressive|nailed it)\b")
+_THANKS = _rx(r"\b(thanks|thank you)\b")
+_PLEASE_STYLE = _rx(r"\bplease\b.*\b(keep|use|write|format|make|be|include|avoid|add|cc|sign|stick to|limit|"
+    r"shorten|summari[sz]e|cite|double-check)\b")
+_SOFT_START = _rx(r"^(keep|avoid|stick to|limit|be (more|less)|stop|skip|prefer|cut)\b")
+_YOU_HABIT = _rx(r"^(you|u) (always|never|keep)\b")
+_FORGOT = _rx(r"\b(you|u) (always |keep |often )?(forget|forgot|forgetting|missed|miss) to\b")
+_DISLIKE = _rx(r"^(i|we) (really )?(hate|dislike|can'?t stand|don'?t like|do not like)\b")
+_LIKE = _rx(r"^(i|we) (really )?(like|love) (?!it\b|this\b|that\b|these\b|those\b|the\b|your\b|you\b)")
+_REQUEST_Q = _rx(r"^(can|could|would|will) you\b")
 
-_LEADING = re.compile(
-    r"^(actually|also|and|but|so|ok(ay)?|no|nope|hey|hmm+|well|oh|btw|by the way|fyi|one more thing|"
-    r"just|honestly|in (the )?future|from now on|going forward|next time|please)\b[\s,:;!-]*",
-    _I,
-)
+_LEADING = _rx(r"^(actually|also|and|but|so|ok(ay)?|no|nope|hey|hmm+|well|oh|btw|by the way|fyi|one more thing|"
+    r"just|honestly|in (the )?future|from now on|going forward|next time|please)\b[\s,:;!-]*")
 _TRAILING = re.compile(
     r"[\s,]*(next time|from now on|going forward|in (the )?future|please|thanks|thank you)?[\s.!?;,]*$", _I
 )
 _REWRITES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"^(i|we) (would |'d )?prefer (that )?you (to )?", _I), ""),
-    (re.compile(r"^(i|we) (would |'d )?prefer ", _I), "Prefer "),
-    (re.compile(r"^(i|we) (would|'d) (rather|like) (that )?you (to )?", _I), ""),
-    (re.compile(r"^(i|we) (want|need) you to ", _I), ""),
-    (re.compile(r"^(you|u) (should not|shouldn'?t|must not|mustn'?t) ", _I), "Do not "),
-    (re.compile(r"^(you|u) (should|must|need to|have to|ought to) ", _I), ""),
-    (re.compile(r"^(can|could|would|will) you (please )?", _I), ""),
-    (re.compile(r"^(i|we) (really )?(don'?t|do not) (like|want|need) (it when you )?", _I), "Avoid "),
-    (re.compile(r"^(i|we) (really )?(hate|dislike|can'?t stand) it when you ", _I), "Don't "),
-    (re.compile(r"^(i|we) (really )?(hate|dislike|can'?t stand) ", _I), "Avoid "),
-    (re.compile(r"^(i|we) (really )?(like|love) it when you ", _I), ""),
-    (re.compile(r"^didn'?t ", _I), "Don't "),
+    (_rx(r"^(i|we) (would |'d )?prefer (that )?you (to )?"), ""),
+    (_rx(r"^(i|we) (would |'d )?prefer "), "Prefer "),
+    (_rx(r"^(i|we) (would|'d) (rather|like) (that )?you (to )?"), ""),
+    (_rx(r"^(i|we) (want|need) you to "), ""),
+    (_rx(r"^(you|u) (should not|shouldn'?t|must not|mustn'?t) "), "Do not "),
+    (_rx(r"^(you|u) (should|must|need to|have to|ought to) "), ""),
+    (_rx(r"^(can|could|would|will) you (please )?"), ""),
+    (_rx(r"^(i|we) (really )?(don'?t|do not) (like|want|need) (it when you )?"), "Avoid "),
+    (_rx(r"^(i|we) (really )?(hate|dislike|can'?t stand) it when you "), "Don't "),
+    (_rx(r"^(i|we) (really )?(hate|dislike|can'?t stand) "), "Avoid "),
+    (_rx(r"^(i|we) (really )?(like|love) it when you "), ""),
+    (_rx(r"^didn'?t "), "Don't "),
+    (_LIKE, "Prefer "),
+    (_rx(r"^(you|u) (always |keep |often )?(forget|forgot|forgetting|missed|miss) to "), "Always "),
 ]
 _OPPOSITE = {
     "long": "shorter", "short": "longer", "verbose": "more concise", "wordy": "more concise",
@@ -172,17 +148,14 @@ _OPPOSITE = {
     "complex": "simpler", "repetitive": "less repetitive", "late": "earlier", "early": "later",
 }
 _OBJECTIVE_TYPES: list[tuple[str, re.Pattern[str]]] = [
-    ("email", re.compile(r"e-?mails?|\bmail\b|inbox|newsletter", _I)),
-    ("research", re.compile(r"\b(research|sources?|citations?|reports?|findings|competitors?|search)", _I)),
-    ("code", re.compile(r"\b(code|coding|function|tests?|bugs?|refactor|python|javascript|commits?|pull request)\b", _I)),
-    ("scheduling", re.compile(r"\b(meetings?|calendar|schedul\w*|invites?|appointments?)\b", _I)),
-    ("writing", re.compile(r"\b(posts?|blog|articles?|drafts?|essays?|copy)\b", _I)),
+    ("email", _rx(r"e-?mails?|\bmail\b|inbox|newsletter")),
+    ("research", _rx(r"\b(research|sources?|citations?|reports?|findings|competitors?|search)")),
+    ("code", _rx(r"\b(code|coding|function|tests?|bugs?|refactor|python|javascript|commits?|pull request)\b")),
+    ("scheduling", _rx(r"\b(meetings?|calendar|schedul\w*|invites?|appointments?)\b")),
+    ("writing", _rx(r"\b(posts?|blog|articles?|drafts?|essays?|copy)\b")),
 ]
-_STYLE = re.compile(
-    r"\b(long|short|length|concise|brief|verbose|wordy|paragraphs?|tone|formal|casual|friendly|format\w*|"
-    r"bullet\w*|markdown|headings?)\b",
-    _I,
-)
+_STYLE = _rx(r"\b(long|short|length|concise|brief|verbose|wordy|paragraphs?|tone|formal|casual|friendly|format\w*|"
+    r"bullet\w*|markdown|headings?)\b")
 _NOT_ENTITY = frozenset(
     "i i'm i'd i've i'll ok okay ai please thanks actually also monday tuesday wednesday thursday friday "
     "saturday sunday january february march april may june july august september october november december "
@@ -267,6 +240,10 @@ def _pick_tool(text: str, actions: list[dict[str, Any]], tool: str | None) -> st
         parts = [p for p in re.split(r"[_.\-\s]+", cand.lower()) if p and p not in generic]
         if any(w == p or w == p + "s" or w == p + "es" for p in parts for w in words):
             return cand
+    kind = _objective_type_of(text)
+    same_kind = [c for c in candidates if kind and _objective_type_of(c) == kind]
+    if same_kind and not (tool and _objective_type_of(tool) == kind):
+        return same_kind[0]
     return tool or (recent[0] if recent else None)
 
 
@@ -285,25 +262,29 @@ def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None =
     praise: list[str] = []
     strong = 0
     pref = corr = complaint = False
-    for s in _sentences(text):
+    clauses = [c for s in _sentences(text) for c in re.split(r"[,;]?\s+but\s+", s, flags=_I) if c.strip()]
+    for s in clauses:
+        bare = _LEADING.sub("", s).strip()
         is_pref, is_standing = bool(_PREFERENCE.search(s)), bool(_STANDING.search(s))
         is_neg, is_corr = bool(_NEG_DIRECTIVE.search(s)), bool(_CORRECTION.search(s))
         is_too, is_compl = bool(_TOO.search(s)), bool(_COMPLAINT.search(s))
-        is_praise = bool(_PRAISE.search(s))
-        weak = bool(_PLEASE_STYLE.search(s) or _SOFT_START.match(_LEADING.sub("", s).strip()))
+        is_praise, dislike = bool(_PRAISE.search(s)), bool(_DISLIKE.match(bare))
+        is_pref |= bool(_LIKE.match(bare))
+        weak = bool(_PLEASE_STYLE.search(s) or _SOFT_START.match(bare) or _FORGOT.search(s))
         strong += sum((is_pref, is_standing, is_neg, is_corr, is_too, is_compl, is_praise))
         pref |= is_pref
-        corr |= is_corr
-        complaint |= is_too or is_compl
-        habit = bool(_YOU_HABIT.match(_LEADING.sub("", s).strip()))
-        question = s.endswith("?") and not (is_pref or is_standing or weak or is_neg)
-        if question and not (is_corr or is_too or is_compl):
+        corr |= is_corr or bool(_FORGOT.search(s))
+        complaint |= is_too or is_compl or dislike
+        habit = bool(_YOU_HABIT.match(bare)) and not _FORGOT.search(s)
+        if s.endswith("?") and not _REQUEST_Q.match(bare):
+            if is_corr or is_too or is_compl:
+                wrong.append(s)
             continue
-        if (is_pref or is_standing or is_neg or weak or (is_corr and re.search(r"\binstead\b", s, _I))) \
-                and not habit and not (is_too and not (is_pref or is_standing or weak)):
+        directive = is_pref or is_standing or is_neg or weak or dislike or bool(re.search(r"\binstead\b", s, _I))
+        if directive and not habit and not (is_too and not (is_pref or is_standing or weak)):
             instructions.append(_to_instruction(s))
         elif is_too or is_compl or is_corr or habit:
-            wrong.append(_TRAILING.sub("", _LEADING.sub("", s)).strip())
+            wrong.append(_TRAILING.sub("", bare).strip())
         elif is_praise:
             praise.append(s.rstrip(" .!"))
     if not (instructions or wrong or praise):
@@ -351,23 +332,23 @@ def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None =
 # --- objective evaluation --------------------------------------------------------------------
 
 _ERROR_KINDS: list[tuple[str, re.Pattern[str], str]] = [
-    ("rate limited", re.compile(r"\b429\b|rate[ -]?limit|too many requests|throttl|quota", _I),
+    ("rate limited", _rx(r"\b429\b|rate[ -]?limit|too many requests|throttl|quota"),
      "Space out {tool} calls and back off before retrying after a rate limit"),
-    ("timed out", re.compile(r"time[ds]?[ -]?out|timed out|deadline", _I),
+    ("timed out", _rx(r"time[ds]?[ -]?out|timed out|deadline"),
      "Use smaller requests or a longer timeout for {tool}, and retry with backoff"),
-    ("target not found", re.compile(r"\b404\b|not found|no such|does(n't| not) exist", _I),
+    ("target not found", _rx(r"\b404\b|not found|no such|does(n't| not) exist"),
      "Verify that the target exists before calling {tool}"),
-    ("permission denied", re.compile(r"\b40[13]\b|unauthori[sz]ed|forbidden|permission|access denied", _I),
+    ("permission denied", _rx(r"\b40[13]\b|unauthori[sz]ed|forbidden|permission|access denied"),
      "Check credentials and permissions before calling {tool}"),
-    ("invalid input", re.compile(r"\b(400|422)\b|invalid|malformed|validation|bad request|parse error|syntax error", _I),
+    ("invalid input", _rx(r"\b(400|422)\b|invalid|malformed|validation|bad request|parse error|syntax error"),
      "Validate the arguments of {tool} against its expected format before calling it"),
-    ("server error", re.compile(r"\b5\d\d\b|internal server error|service unavailable|overloaded|bad gateway", _I),
+    ("server error", _rx(r"\b5\d\d\b|internal server error|service unavailable|overloaded|bad gateway"),
      "Retry {tool} with backoff on server errors and keep a fallback ready"),
-    ("connection error", re.compile(r"connection|network|unreachable|\bdns\b|refused", _I),
+    ("connection error", _rx(r"connection|network|unreachable|\bdns\b|refused"),
      "Retry {tool} with backoff on connection errors"),
 ]
 _DEFAULT_ADVICE = "Check the inputs and result of each {tool} call, and change approach instead of repeating a failing call"
-_ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b|\b(failed|timed out|rate[ -]?limited)\b", _I)
+_ERROR_TEXT = _rx(r"^\s*(error|exception|traceback)\b|\b(failed|timed out|rate[ -]?limited)\b")
 _FAILED = {"failed", "failure", "error", "errored", "aborted"}
 _DONE = {"completed", "complete", "succeeded", "success", "done"}
 
@@ -477,8 +458,8 @@ def evaluate_objective(goal: str, status: str, result: str | None, duration_s: f
 
 # --- reflection ------------------------------------------------------------------------------
 
-_FB_GOOD = re.compile(r"^\s*(/good|good|positive|👍|\+1|yes)\s*$", _I)
-_FB_BAD = re.compile(r"^\s*(/bad|bad|negative|👎|-1|no)\s*$", _I)
+_FB_GOOD = _rx(r"^\s*(/good|good|positive|👍|\+1|yes)\s*$")
+_FB_BAD = _rx(r"^\s*(/bad|bad|negative|👎|-1|no)\s*$")
 
 
 def reflect_episode(user_text: str, assistant_text: str, success: bool | None, tools_used: list[str],
@@ -536,7 +517,7 @@ def reflect_episode(user_text: str, assistant_text: str, success: bool | None, t
 
 _NEGATIONS = {"not", "no", "never", "non", "isn't", "isnt", "don't", "dont", "cannot", "can't", "false"}
 _CRIT_STOP = _STOP | set("must should output answer response agent contain contains include includes "
-                         "correct correctly valid well clear clearly given input".split())
+                         "correct correctly valid well clear clearly given input mention mentions".split())
 
 
 def _numbers(text: str) -> list[float]:
@@ -559,7 +540,7 @@ def judge_output(judge_name: str, criteria: str, input_text: str, output: str, g
             hit = any(abs(x - gt_nums[0]) <= 1e-9 * max(1.0, abs(gt_nums[0])) for x in out_nums)
             return JudgeVerdict(passed=hit, score=1.0 if hit else 0.0,
                                 reasoning=f"Expected the number {ground_truth.strip()}; "
-                                          f"{'found it' if hit else 'the output has ' + (', '.join(map(str, out_nums)) or 'no number')}")
+                                          f"{'found it' if hit else 'the output has ' + (', '.join(f'{n:g}' for n in out_nums) or 'no number')}")
         if not neg_differs and re.search(rf"(^| ){re.escape(gt_n)}( |$)", out_n):
             return JudgeVerdict(passed=True, score=0.9, reasoning="The output contains the ground truth")
         gt_t, out_t = _tokens(ground_truth) or set(gt_n.split()), _tokens(output) or set(out_n.split())
@@ -598,7 +579,7 @@ def judge_output(judge_name: str, criteria: str, input_text: str, output: str, g
     if not checks:
         return JudgeVerdict(passed=True, score=0.5, reasoning=f"{judge_name}: nothing checkable; output is non-empty")
     score = sum(1 for ok, _ in checks if ok) / len(checks)
-    return JudgeVerdict(passed=score >= 0.5 and all(ok for ok, _ in checks[:1]), score=round(score, 3),
+    return JudgeVerdict(passed=all(ok for ok, _ in checks), score=round(score, 3),
                         reasoning=f"{judge_name}: the output " + "; ".join(msg for _, msg in checks))
 
 
@@ -614,12 +595,12 @@ def reflect_failures(input_text: str, output: str, ground_truth: str | None, rea
     for v in failed:
         if ground_truth and _norm(ground_truth):
             truth = _gist(ground_truth, 12)
-            bullet = ReflectorBullet(content=f'When {applies[4:]}, answer "{truth}" instead of "{gist_out}"',
+            bullet = ReflectorBullet(content=f'When {applies}, answer "{truth}" instead of "{gist_out}"',
                                      applies_when=applies, recommendation=f'Answer "{truth}"')
         else:
             issue = _gist(str(v.get("reasoning") or "the output failed this check"), 20).rstrip(".")
             bullet = ReflectorBullet(
-                content=f"When {applies[4:]}, avoid what the {v.get('judge') or 'judge'} judge flagged: {issue}",
+                content=f"When {applies}, avoid what the {v.get('judge') or 'judge'} judge flagged: {issue}",
                 applies_when=applies, recommendation=f"Address: {issue}")
         if not any(_similar(bullet.content, b.content, 0.9) for b in bullets):
             bullets.append(bullet)
@@ -663,11 +644,15 @@ def summarize(previous: str, learnings: list[dict[str, Any]], removed: list[str]
 # --- the LLM ---------------------------------------------------------------------------------
 
 
-def _need(inputs: dict[str, Any], *keys: str) -> None:
-    missing = [k for k in keys if k not in inputs]
-    if missing:
-        raise LLMError(f"OfflineLLM needs request.inputs with {', '.join(missing)}; "
-                       "build requests with the graphmem.llm.prompts builders")
+_RULES: dict[str, tuple[Callable[..., BaseModel], tuple[str, ...], tuple[str, ...]]] = {
+    # task: (rule function, required inputs, optional inputs): input names are the parameter names
+    "feedback": (analyse_feedback, ("content",), ("recent_actions", "tool")),
+    "objective_eval": (evaluate_objective, ("goal", "status"), ("result", "duration_s", "steps", "objective_type")),
+    "reflection": (reflect_episode, ("user_text", "assistant_text"), ("success", "tools_used", "feedback")),
+    "judge": (judge_output, ("output",), ("judge_name", "criteria", "input_text", "ground_truth", "reasoning")),
+    "reflector": (reflect_failures, ("input_text", "output"), ("ground_truth", "reasoning", "verdicts")),
+    "summary": (summarize, (), ("previous", "learnings", "removed", "max_bullets")),
+}
 
 
 class OfflineLLM:
@@ -677,31 +662,12 @@ class OfflineLLM:
 
     def generate(self, request: LLMRequest, schema: type[T]) -> T:
         """Answer ``request`` by the rules of its task and validate the answer as ``schema``."""
-        x = request.inputs
-        answer: BaseModel
-        if request.task == "feedback":
-            _need(x, "content")
-            answer = analyse_feedback(str(x["content"]), list(x.get("recent_actions") or []), x.get("tool"))
-        elif request.task == "objective_eval":
-            _need(x, "goal", "status")
-            answer = evaluate_objective(str(x["goal"]), str(x["status"]), x.get("result"), x.get("duration_s"),
-                                        list(x.get("steps") or []), x.get("objective_type"))
-        elif request.task == "reflection":
-            _need(x, "user_text", "assistant_text")
-            answer = reflect_episode(str(x["user_text"]), str(x["assistant_text"]), x.get("success"),
-                                     list(x.get("tools_used") or []), x.get("feedback"))
-        elif request.task == "judge":
-            _need(x, "output")
-            answer = judge_output(str(x.get("judge_name") or "judge"), str(x.get("criteria") or ""),
-                                  str(x.get("input_text") or ""), str(x["output"]), x.get("ground_truth"),
-                                  x.get("reasoning"))
-        elif request.task == "reflector":
-            _need(x, "input_text", "output")
-            answer = reflect_failures(str(x["input_text"]), str(x["output"]), x.get("ground_truth"),
-                                      x.get("reasoning"), list(x.get("verdicts") or []))
-        else:  # summary
-            answer = summarize(str(x.get("previous") or ""), list(x.get("learnings") or []),
-                               [str(r) for r in x.get("removed") or []], int(x.get("max_bullets", 10)))
+        rule, required, optional = _RULES[request.task]
+        missing = [k for k in required if request.inputs.get(k) is None]
+        if missing:
+            raise LLMError(f"OfflineLLM needs request.inputs[{missing[0]!r}] for task {request.task!r}; "
+                           "build requests with the graphmem.llm.prompts builders")
+        answer = rule(**{k: request.inputs.get(k) for k in required + optional if k in request.inputs})
         if isinstance(answer, schema):
             return answer
         try:

@@ -1,0 +1,69 @@
+"""graphmem: a graph-native learning memory for self-improving LLM agents, on Kùzu.
+
+Start with :class:`Memory`::
+
+    from graphmem import Memory
+    mem = Memory("agent.kuzu", user="alice")
+    mem.add_learning("Keep emails under 3 paragraphs", tool="send_email")
+"""
+
+from graphmem.config import Settings
+from graphmem.embed import Embedder, HashEmbedder, SentenceTransformerEmbedder
+from graphmem.errors import (
+    CypherError,
+    DatabaseLockedError,
+    EmbedderError,
+    EmbedderMismatchError,
+    GraphmemError,
+    InvalidInputError,
+    LLMError,
+    LLMValidationError,
+    NotFoundError,
+    ReadOnlyError,
+    SchemaVersionError,
+    StoreError,
+)
+from graphmem.memory import Memory
+from graphmem.models import (
+    Application,
+    Entity,
+    Event,
+    Learning,
+    Objective,
+    Summary,
+    Tool,
+    Topic,
+    Transition,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Application",
+    "CypherError",
+    "DatabaseLockedError",
+    "Embedder",
+    "EmbedderError",
+    "EmbedderMismatchError",
+    "Entity",
+    "Event",
+    "GraphmemError",
+    "HashEmbedder",
+    "InvalidInputError",
+    "LLMError",
+    "LLMValidationError",
+    "Learning",
+    "Memory",
+    "NotFoundError",
+    "Objective",
+    "ReadOnlyError",
+    "SchemaVersionError",
+    "SentenceTransformerEmbedder",
+    "Settings",
+    "StoreError",
+    "Summary",
+    "Tool",
+    "Topic",
+    "Transition",
+    "__version__",
+]

@@ -1,0 +1,314 @@
+"""The graphmem command line: a thin layer over :class:`graphmem.Memory`.
+
+``graphmem --db PATH [--user U] COMMAND``. Every command that prints data takes ``--json``.
+Errors print on one line and exit non-zero, with no traceback. This is the only module that
+reads environment variables (GRAPHMEM_DB, GRAPHMEM_USER, GRAPHMEM_EMBEDDER, ANTHROPIC_API_KEY).
+
+Command groups live in ``cli_*.py`` modules next to this one and register on :data:`app`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from graphmem.errors import GraphmemError
+
+app = typer.Typer(
+    name="graphmem",
+    help="graphmem: a graph-native learning memory for self-improving LLM agents (Kùzu).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class CliState:
+    """Options given before the command."""
+
+    db: str | None = None
+    user: str = "default"
+    embedder: str = "minilm"
+    read_only: bool = False
+    _memory: Any = field(default=None, repr=False)
+
+
+state = CliState()
+
+
+@app.callback()
+def _root(
+    db: str = typer.Option(None, "--db", envvar="GRAPHMEM_DB", help="Database file (created if missing)."),
+    user: str = typer.Option("default", "--user", envvar="GRAPHMEM_USER", help="Whose memory to use."),
+    embedder: str = typer.Option(
+        "minilm", "--embedder", envvar="GRAPHMEM_EMBEDDER", help="minilm (bundled MiniLM) or hash (tests, no torch)."
+    ),
+    read_only: bool = typer.Option(False, "--read-only", help="Open the file read-only."),
+) -> None:
+    state.db, state.user, state.embedder, state.read_only = db, user, embedder, read_only
+
+
+def open_memory() -> Any:
+    """The Memory the command works on (opened once per invocation)."""
+    from graphmem.embed import HashEmbedder, SentenceTransformerEmbedder
+    from graphmem.memory import Memory
+
+    if state._memory is not None:
+        return state._memory
+    if not state.db:
+        raise GraphmemError("no database given: pass --db PATH (or set GRAPHMEM_DB)")
+    if state.embedder not in ("minilm", "hash"):
+        raise GraphmemError(f"unknown --embedder {state.embedder!r}; use minilm or hash")
+    embedder = HashEmbedder() if state.embedder == "hash" else SentenceTransformerEmbedder()
+    state._memory = Memory(
+        state.db, user=state.user, read_only=state.read_only, embedder=embedder, llm=make_llm()
+    )
+    return state._memory
+
+
+def make_llm() -> Any:
+    """AnthropicLLM when ANTHROPIC_API_KEY is set, else the offline default."""
+    from graphmem.llm import AnthropicLLM, OfflineLLM
+
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if key:
+        return AnthropicLLM(api_key=key, base_url=os.environ.get("ANTHROPIC_BASE_URL") or None)
+    return OfflineLLM()
+
+
+def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
+    """``app.command`` whose errors print one line and exit 1 (no traceback)."""
+
+    def wrap(fn: F) -> F:
+        import functools
+
+        @functools.wraps(fn)
+        def inner(*a: Any, **kw: Any) -> Any:
+            with cli_errors():
+                try:
+                    return fn(*a, **kw)
+                finally:
+                    if state._memory is not None:
+                        state._memory.close()
+                        state._memory = None
+
+        app.command(*args, **kwargs)(inner)
+        return fn
+
+    return wrap
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    """Turn graphmem errors into one line on stderr and exit status 1."""
+    try:
+        yield
+    except GraphmemError as e:
+        err_console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+def to_jsonable(value: Any) -> Any:
+    """Models, datetimes and containers as plain JSON values."""
+    if isinstance(value, BaseModel):
+        return to_jsonable(value.model_dump())
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [to_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return value.item()
+    return value
+
+
+def print_json(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout."""
+    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False) + "\n")
+
+
+def print_rows(rows: list[dict[str, Any]], title: str | None = None) -> None:
+    """Print dict rows as a rich table."""
+    if not rows:
+        console.print("(no rows)")
+        return
+    table = Table(title=title, show_lines=False)
+    columns = list(rows[0].keys())
+    for col in columns:
+        table.add_column(str(col), overflow="fold")
+    for row in rows:
+        table.add_row(*[_cell(row.get(c)) for c in columns])
+    console.print(table)
+
+
+def _cell(value: Any) -> str:
+    value = to_jsonable(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else str(value)
+
+
+def learning_rows(learnings: list[Any]) -> list[dict[str, Any]]:
+    """The columns `list` shows for learnings."""
+    return [
+        {
+            "id": l.id[:8],
+            "kind": l.kind,
+            "status": l.status,
+            "tier": l.tier,
+            "tool": l.tool or "",
+            "content": l.content,
+            "h/h": f"{l.helpful}/{l.harmful}",
+            "conf": f"{l.confidence:.2f}",
+        }
+        for l in learnings
+    ]
+
+
+# --- core commands -------------------------------------------------------------------------
+@command("init")
+def init_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Create the database file (or migrate an existing one) and print its schema version."""
+    mem = open_memory()
+    info = {"db": state.db, "schema_version": mem.store.schema_version, "embedder": mem.embedder.name}
+    if json_out:
+        print_json(info)
+    else:
+        console.print(f"graphmem database {state.db}: schema version {info['schema_version']}, embedder {info['embedder']}")
+
+
+@command("add")
+def add_cmd(
+    content: str = typer.Argument(..., help="The learning, e.g. 'Keep emails under 3 paragraphs'."),
+    kind: str = typer.Option("rule", help="rule|preference|checklist|bug_fix|prompt|observation|hypothesis"),
+    tool: str = typer.Option(None, help="The tool it is about."),
+    entity: list[str] = typer.Option([], "--entity", help="An entity it mentions (repeatable)."),
+    topic: list[str] = typer.Option([], "--topic", help="A topic it is about (repeatable)."),
+    objective_type: str = typer.Option(None, "--objective-type"),
+    recommendation: str = typer.Option(None),
+    applies_when: str = typer.Option(None, "--applies-when"),
+    sentiment: str = typer.Option("neutral"),
+    confidence: float = typer.Option(0.5),
+    status: str = typer.Option("active"),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Add a learning (an exact duplicate is merged into the existing one)."""
+    mem = open_memory()
+    learning = mem.add_learning(
+        content, kind=kind, tool=tool, entities=entity, topics=topic, objective_type=objective_type,
+        recommendation=recommendation, applies_when=applies_when, sentiment=sentiment,
+        confidence=confidence, status=status,
+    )
+    if json_out:
+        print_json(learning)
+    else:
+        note = f" (merged: {learning.validations} validations)" if learning.validations else ""
+        console.print(f"added learning {learning.id}{note}")
+
+
+@command("list")
+def list_cmd(
+    status: str = typer.Option(None),
+    tier: str = typer.Option(None),
+    tool: str = typer.Option(None),
+    topic: str = typer.Option(None),
+    entity: str = typer.Option(None),
+    limit: int = typer.Option(50),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List this user's learnings, newest first."""
+    mem = open_memory()
+    items = mem.learnings(status=status, tier=tier, tool=tool, topic=topic, entity=entity, limit=limit)
+    if json_out:
+        print_json(items)
+    else:
+        print_rows(learning_rows(items), title=f"learnings of {state.user}")
+
+
+@command("show")
+def show_cmd(
+    learning_id: str = typer.Argument(..., help="A learning id (a unique prefix of 8+ characters works)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show one learning in full, with its lifecycle transitions."""
+    mem = open_memory()
+    learning = mem.get_learning(resolve_id(mem, learning_id))
+    transitions = mem.store.transitions(learning.id)
+    if json_out:
+        print_json({"learning": learning, "transitions": transitions})
+        return
+    print_rows([{"field": k, "value": v} for k, v in learning.model_dump().items()], title=f"learning {learning.id}")
+    if transitions:
+        print_rows([t.model_dump(exclude={"id", "learning_id"}) for t in transitions], title="transitions")
+
+
+def resolve_id(mem: Any, ident: str) -> str:
+    """A full learning id from a full id or a unique prefix of at least 8 characters."""
+    if len(ident) >= 36:
+        return ident
+    if len(ident) < 8:
+        raise GraphmemError(f"id prefix {ident!r} is too short; give at least 8 characters")
+    matches = [i for i in mem.store.learning_catalog.ids if i.startswith(ident)]
+    if len(matches) != 1:
+        raise GraphmemError(f"id prefix {ident!r} matches {len(matches)} learnings; give more characters")
+    return matches[0]
+
+
+@command("cypher")
+def cypher_cmd(
+    query: str = typer.Argument(..., help="A Cypher query."),
+    write: bool = typer.Option(False, "--write", help="Allow the query to write."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Run Cypher over the learnings graph (read-only unless --write)."""
+    mem = open_memory()
+    rows = mem.cypher(query, write=write)
+    if json_out:
+        print_json(rows)
+    else:
+        print_rows(rows)
+
+
+@command("stats")
+def stats_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Node and edge counts."""
+    mem = open_memory()
+    counts = mem.stats()
+    if json_out:
+        print_json(counts)
+    else:
+        print_rows([{"table": k, "rows": v} for k, v in sorted(counts.items())], title=str(state.db))
+
+
+def _register_groups() -> None:
+    """Import the command modules so their commands attach to :data:`app`."""
+    import importlib
+    import pkgutil
+
+    import graphmem
+
+    for mod in pkgutil.iter_modules(graphmem.__path__):
+        if mod.name.startswith("cli_"):
+            importlib.import_module(f"graphmem.{mod.name}")
+
+
+def main() -> None:
+    """Entry point of the ``graphmem`` console script."""
+    _register_groups()
+    app()
