@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -36,15 +36,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "learnings.json"
 
-LearningKind = Literal[
-    "rule", "preference", "checklist", "bug_fix", "prompt", "observation", "hypothesis"
-]
+LearningKind = Literal["rule", "preference", "checklist", "bug_fix", "prompt", "observation", "hypothesis"]
 Status = Literal["active", "canary", "candidate", "shadow", "disabled"]
 Tier = Literal["pinned", "active", "archive"]
 Sentiment = Literal["positive", "negative", "neutral"]
-SourceType = Literal[
-    "user_feedback", "self_evaluation", "observation", "reflection", "offline", "online", "evolution"
-]
+SourceType = Literal["user_feedback", "self_evaluation", "observation", "reflection", "offline", "online", "evolution"]
 QueryKind = Literal[
     "lexical",
     "paraphrase",
@@ -122,7 +118,7 @@ class BenchLearning(BaseModel):
 
     def created_at(self, now: datetime | None = None) -> datetime:
         """When the learning was created: ``now`` (default: the current UTC time) minus ``age_days``."""
-        return (now or datetime.now(timezone.utc)) - timedelta(days=self.age_days)
+        return (now or datetime.now(UTC)) - timedelta(days=self.age_days)
 
     def expired(self, ttl_days: Mapping[str, int | None] = DEFAULT_TTL_DAYS) -> bool:
         """True when ``age_days`` exceeds the TTL of this learning's kind (None: never expires)."""
@@ -171,8 +167,7 @@ class BenchDataset(BaseModel):
         problems = integrity_problems(self)
         if problems:
             raise ValueError(
-                f"{len(problems)} problem(s): " + "; ".join(problems[:20])
-                + (" …" if len(problems) > 20 else "")
+                f"{len(problems)} problem(s): " + "; ".join(problems[:20]) + (" …" if len(problems) > 20 else "")
             )
         self._by_key = {l.key: l for l in self.learnings}
         return self
@@ -345,16 +340,15 @@ def integrity_problems(dataset: BenchDataset) -> list[str]:
 # --------------------------------------------------------------------------------------------
 # labelling rules per query kind (checked by the tests on the shipped file)
 
-_STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
+_STOPWORD_TEXT = """a about above after again against all am an and any are as at be because been before
     being below between both but by can could did do does doing don down during each few for
     from further had has have having he her here hers herself him himself his how i if in into
     is it its itself just me more most my myself no nor not now of off on once only or other
     our ours ourselves out over own same she should so some such than that the their theirs
     them themselves then there these they this those through to too under until up very was we
     were what when where which while who whom why will with would you your yours yourself
-    yourselves e g eg ok s t""".split()
-)
+    yourselves e g eg ok s t"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -378,9 +372,7 @@ def _stem(word: str) -> str:
 
 def content_words(text: str) -> set[str]:
     """Lower-cased, stemmed words of ``text`` without stopwords or single characters."""
-    return {
-        _stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1
-    }
+    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
 
 
 def shared_words(query: BenchQuery, learning: BenchLearning) -> set[str]:
@@ -439,14 +431,10 @@ def check_labels(dataset: BenchDataset) -> list[str]:
             expected = {
                 l.key
                 for l in dataset.learnings
-                if l.tool == q.tool
-                and l.status == "active"
-                and not _is_noise(l, q.user, superseded, DEFAULT_TTL_DAYS)
+                if l.tool == q.tool and l.status == "active" and not _is_noise(l, q.user, superseded, DEFAULT_TTL_DAYS)
             }
             if set(q.relevant) != expected:
-                problems.append(
-                    f"{q.id} (tool_only): relevant {sorted(q.relevant)} != eligible {sorted(expected)}"
-                )
+                problems.append(f"{q.id} (tool_only): relevant {sorted(q.relevant)} != eligible {sorted(expected)}")
         elif q.kind == "isolation":
             tempting = [
                 l.key
@@ -457,9 +445,8 @@ def check_labels(dataset: BenchDataset) -> list[str]:
             ]
             if not tempting:
                 problems.append(f"{q.id} (isolation): no other user's learning to resist")
-        elif q.kind == "conflict":
-            if not any(l.supersedes is not None for l in rel.values()):
-                problems.append(f"{q.id} (conflict): no relevant learning supersedes another")
+        elif q.kind == "conflict" and not any(l.supersedes is not None for l in rel.values()):
+            problems.append(f"{q.id} (conflict): no relevant learning supersedes another")
     return problems
 
 
@@ -477,8 +464,7 @@ def summary(dataset: BenchDataset) -> dict[str, object]:
         "superseded": len(superseded),
         "superseded_archived": sum(1 for k in superseded if dataset.learning(k).tier == "archive"),
         "superseded_still_active": sum(
-            1 for k in superseded if dataset.learning(k).status == "active"
-            and dataset.learning(k).tier != "archive"
+            1 for k in superseded if dataset.learning(k).status == "active" and dataset.learning(k).tier != "archive"
         ),
         "ttl_expired": sum(1 for l in dataset.learnings if l.expired()),
     }

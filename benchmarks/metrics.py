@@ -94,7 +94,7 @@ def recall_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 5) 
 def dcg_at_k(grades: Sequence[int], k: int) -> float:
     """Discounted cumulative gain of a list of grades: sum of (2^g - 1) / log2(rank + 1), rank from 1."""
     _check_k(k)
-    return sum((2.0 ** g - 1.0) / math.log2(i + 2) for i, g in enumerate(grades[:k]) if g > 0)
+    return sum((2.0**g - 1.0) / math.log2(i + 2) for i, g in enumerate(grades[:k]) if g > 0)
 
 
 def ndcg_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 5) -> float | None:
@@ -102,7 +102,7 @@ def ndcg_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 5) ->
 
     The ideal ranking sorts all labelled grades in descending order. ``None`` when no item has a
     grade >= 1. Example: ranked ``[b, a]``, relevant ``{a: 2, b: 1}``, k 2 → DCG 1 + 3/log2(3),
-    IDCG 3 + 1/log2(3), nDCG ≈ 0.8597.
+    IDCG 3 + 1/log2(3), nDCG ≈ 0.7967.
     """
     _check_k(k)
     if not _relevant_set(relevant):
@@ -184,6 +184,8 @@ def aggregate(
             if col not in columns:
                 columns.append(col)
     numeric = [c for c in columns if c not in non_numeric]
+    if "n" in numeric or any(f"{t}_total" in numeric for t in totals):
+        raise ValueError("columns may not be named 'n' or '<total>_total': those names are outputs")
 
     groups: dict[str, list[Row]] = {}
     for row in rows:
@@ -197,9 +199,13 @@ def aggregate(
     for name, members in groups.items():
         stats: dict[str, float | int | None] = {"n": len(members)}
         for col in numeric:
-            values = [float(v) for r in members if _is_number(v := r.get(col))]  # type: ignore[arg-type]
+            values: list[int | float] = []
+            for r in members:
+                v = r.get(col)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    values.append(v)
             stats[col] = sum(values) / len(values) if values else None
             if col in totals:
-                stats[f"{col}_total"] = sum(values) if values else 0
+                stats[f"{col}_total"] = sum(values)
         result[name] = stats
     return result

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from graphmem.models import Event, Learning, LearningLinks, Objective
+from graphmem.store.bulk import BulkStore
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.events import EventStore
 from graphmem.store.learnings import LearningStore
@@ -54,7 +55,7 @@ class GraphStore(Protocol):
     def save_objective(self, objective: Objective) -> None: ...
 
 
-class KuzuGraphStore(LearningStore, EventStore):
+class KuzuGraphStore(BulkStore, LearningStore, EventStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(
