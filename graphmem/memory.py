@@ -44,7 +44,7 @@ from graphmem.models import (
     Transition,
     utcnow,
 )
-from graphmem.store import KuzuGraphStore
+from graphmem.store import open_store, release_store
 from graphmem.store.text import content_key
 
 __all__ = ["Memory", "HashEmbedder"]
@@ -86,14 +86,28 @@ class Memory:
         self.embedder: Embedder = embedder or default_embedder()
         self.llm = llm if llm is not None else _default_llm()
         self.clock: Callable[[], datetime] = clock or utcnow
-        self.store = KuzuGraphStore(
+        self.store = open_store(
             path, dim=self.embedder.dim, embedder_name=self.embedder.name, read_only=read_only
         )
+        self._closed = False
 
     # --- lifecycle of the object -----------------------------------------------------------
     def close(self) -> None:
-        """Close the database file."""
-        self.store.close()
+        """Release the database file (closed when the last Memory on it in this process closes)."""
+        if not self._closed:
+            self._closed = True
+            release_store(self.store)
+
+    def for_user(self, user: str) -> Memory:
+        """Another Memory on the same database for another user, sharing this one's store."""
+        other = Memory.__new__(Memory)
+        other.__dict__.update(self.__dict__)
+        other.user = require_text("user", user, max_chars=200)
+        other.store = open_store(
+            self.store.path, dim=self.embedder.dim, embedder_name=self.embedder.name, read_only=self.store.read_only
+        ) if self.store.path is not None else self.store
+        other._closed = self.store.path is None  # an in-memory store belongs to its creator
+        return other
 
     def __enter__(self) -> Memory:
         return self

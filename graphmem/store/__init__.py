@@ -14,6 +14,7 @@ Moving to another engine means reimplementing this package only.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
@@ -22,9 +23,14 @@ import numpy as np
 
 from graphmem.models import Event, Learning, LearningLinks, Objective
 from graphmem.store.bulk import BulkStore
+from graphmem.store.analytics import AnalyticsStore
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.events import EventStore
 from graphmem.store.learnings import LearningStore
+from graphmem.store.loop import LoopStore
+from graphmem.store.search import SearchStore
+from graphmem.store.summaries import SummaryStore
+from graphmem.store.retrieval import RetrievalStore
 
 
 @runtime_checkable
@@ -55,7 +61,7 @@ class GraphStore(Protocol):
     def save_objective(self, objective: Objective) -> None: ...
 
 
-class KuzuGraphStore(BulkStore, LearningStore, EventStore):
+class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(
@@ -75,4 +81,62 @@ class KuzuGraphStore(BulkStore, LearningStore, EventStore):
         self.load_event_catalog()
 
 
-__all__ = ["GraphStore", "KuzuGraphStore"]
+_OPEN: dict[str, tuple[KuzuGraphStore, int]] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def open_store(
+    path: str | os.PathLike[str] | None,
+    *,
+    dim: int,
+    embedder_name: str,
+    read_only: bool = False,
+) -> KuzuGraphStore:
+    """Open a store, sharing one instance per file within this process.
+
+    Two ``kuzu.Database`` objects on one file in one process do not see each other's writes, so
+    every Memory on the same file (e.g. one per user) shares a single store, reference-counted;
+    release it with :func:`release_store`.
+    """
+    if path is None:
+        return KuzuGraphStore(None, dim=dim, embedder_name=embedder_name, read_only=read_only)
+    key = str(os.path.abspath(os.fspath(path)))
+    with _OPEN_LOCK:
+        entry = _OPEN.get(key)
+        if entry is not None and not entry[0].closed:
+            store, count = entry
+            if store.dim != dim or store.embedder_name != embedder_name:
+                from graphmem.errors import EmbedderMismatchError
+
+                raise EmbedderMismatchError(
+                    f"{path} is open in this process with embedder {store.embedder_name!r} ({store.dim} dims); "
+                    f"open it with the same embedder"
+                )
+            if store.read_only != read_only:
+                from graphmem.errors import StoreError
+
+                raise StoreError(
+                    f"{path} is already open in this process with read_only={store.read_only}; "
+                    "open it the same way or close the other Memory first"
+                )
+            _OPEN[key] = (store, count + 1)
+            return store
+        store = KuzuGraphStore(key, dim=dim, embedder_name=embedder_name, read_only=read_only)
+        _OPEN[key] = (store, 1)
+        return store
+
+
+def release_store(store: KuzuGraphStore) -> None:
+    """Drop one reference to ``store``; the last one closes the database."""
+    with _OPEN_LOCK:
+        for key, (known, count) in list(_OPEN.items()):
+            if known is store:
+                if count > 1:
+                    _OPEN[key] = (known, count - 1)
+                    return
+                del _OPEN[key]
+                break
+    store.close()
+
+
+__all__ = ["GraphStore", "KuzuGraphStore", "open_store", "release_store"]
