@@ -25,6 +25,12 @@ _LIST_PROPS = {"topics", "entities"}
 _BOOL_PROPS = {"shared"}
 
 
+_KUZU_TYPES = {
+    "STRING": pa.string(), "INT64": pa.int64(), "DOUBLE": pa.float64(), "BOOL": pa.bool_(),
+    "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"), "STRING[]": pa.list_(pa.string()),
+}
+
+
 def _arrow_type(prop: str) -> pa.DataType:
     if prop in _INT_PROPS:
         return pa.int64()
@@ -56,12 +62,16 @@ class BulkStore(KuzuBase):
         rows = [learning_params(l) for l in learnings]
         columns = list(LEARNING_PROPS[:5]) + ["content_key", "search_text"] + list(LEARNING_PROPS[5:])
         # The COPY maps columns by position, so follow the table's property order exactly.
-        schema_order = [r["name"] for r in self.read("CALL table_info('Learning') RETURN name") if r["name"] != "embedding"]
-        missing = set(schema_order) - set(columns)
-        if missing:
-            raise StoreError(f"bulk import does not know Learning columns {sorted(missing)}")
-        arrays = {c: pa.array([r[c] for r in rows], type=_arrow_type(c)) for c in schema_order}
-        arrays["embedding"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), self.dim)
+        info = self.read("CALL table_info('Learning') RETURN name, type")
+        arrays: dict[str, pa.Array] = {}
+        for col in info:
+            name = col["name"]
+            if name == "embedding":
+                arrays[name] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), self.dim)
+            elif name in columns:
+                arrays[name] = pa.array([r[name] for r in rows], type=_arrow_type(name))
+            else:  # a column added by a later migration: null, typed as the schema says
+                arrays[name] = pa.nulls(n, type=_KUZU_TYPES.get(str(col["type"]), pa.string()))
         table = pa.table(arrays)
         now = to_db_time(utcnow())
         tools = sorted({l.tool for l in learnings if l.tool})

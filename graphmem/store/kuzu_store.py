@@ -14,6 +14,7 @@ import importlib.util  # noqa: F401  -- kuzu's COPY FROM a pyarrow table needs i
 import json
 import os
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -197,8 +198,36 @@ class KuzuBase:
         else:
             fn()
 
-    def _run(self, conn: kuzu.Connection, cypher: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-        result = conn.execute(cypher, dict(params or {}))
+    def _prepared(self, conn: kuzu.Connection, cypher: str) -> Any:
+        """A cached prepared statement for one of graphmem's own queries on ``conn``.
+
+        Preparing costs ~1 ms per query in Kùzu 0.11; cached, a point read drops from ~1.5 ms to
+        ~0.5 ms. The cache lives on the connection object, so it is per thread like the connection.
+        """
+        cache: dict[str, Any] | None = getattr(conn, "_graphmem_prepared", None)
+        if cache is None:
+            cache = {}
+            conn._graphmem_prepared = cache  # type: ignore[attr-defined]
+        stmt = cache.get(cypher)
+        if stmt is None:
+            if len(cache) >= 512:
+                cache.clear()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                stmt = conn.prepare(cypher)
+            cache[cypher] = stmt
+        return stmt
+
+    def _run(
+        self, conn: kuzu.Connection, cypher: str, params: Mapping[str, Any] | None, *, cache: bool = True
+    ) -> list[dict[str, Any]]:
+        if cache and ";" not in cypher:
+            stmt = self._prepared(conn, cypher)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                result = conn.execute(stmt, dict(params or {}))
+        else:
+            result = conn.execute(cypher, dict(params or {}))
         if isinstance(result, list):  # several statements: the last result counts
             result = result[-1]
         names = result.get_column_names()
@@ -230,19 +259,19 @@ class KuzuBase:
                 raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
             with self._write_lock:
                 try:
-                    return self._run(self._conn_main, query, params)
+                    return self._run(self._conn_main, query, params, cache=False)
                 except RuntimeError as e:
                     raise CypherError(f"Cypher failed: {_first_line(e)}") from e
         conn = self._conn()
         if conn is self._conn_main:  # inside our own write transaction: plain read
             try:
-                return self._run(conn, query, params)
+                return self._run(conn, query, params, cache=False)
             except RuntimeError as e:
                 raise CypherError(f"Cypher failed: {_first_line(e)}") from e
         try:
             conn.execute("BEGIN TRANSACTION READ ONLY")
             try:
-                rows = self._run(conn, query, params)
+                rows = self._run(conn, query, params, cache=False)
             except RuntimeError as e:
                 _rollback(conn)
                 text = str(e)
