@@ -29,14 +29,24 @@ def _ts(dt: datetime | None) -> float:
     return (dt - _EPOCH).total_seconds()
 
 
-def normalise(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero), as float32."""
+def normalise(vectors: np.ndarray, *, in_place: bool = False) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32.
+
+    Uses einsum for the squared norms (several times faster than np.linalg.norm on 100k rows)
+    and skips the division when every row is already a unit vector, as embedders return them.
+    """
     v = np.asarray(vectors, dtype=np.float32)
     if v.ndim == 1:
         v = v[None, :]
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    sq = np.einsum("ij,ij->i", v, v)
+    if sq.size and np.all(np.abs(sq - 1.0) < 1e-4):
+        return v
+    norms = np.sqrt(sq)
     norms[norms == 0] = 1.0
-    return v / norms
+    if in_place and v.flags.writeable:
+        v /= norms[:, None]
+        return v
+    return v / norms[:, None]
 
 
 @dataclass
@@ -81,9 +91,11 @@ class VectorMatrix:
         """Replace everything with ``ids`` and their vectors (used on open)."""
         self.ids = list(ids)
         self.rows = {ident: i for i, ident in enumerate(self.ids)}
-        self._m = np.zeros((max(16, len(ids)), self.dim), dtype=np.float32)
         if len(ids):
-            self._m[: len(ids)] = normalise(vectors)
+            m = np.ascontiguousarray(vectors, dtype=np.float32)
+            self._m = normalise(m, in_place=True)  # no zero-filled copy: grows on the next put
+        else:
+            self._m = np.zeros((16, self.dim), dtype=np.float32)
 
     def remove(self, ident: str) -> tuple[int, int] | None:
         """Swap-remove ``ident``; returns (removed_row, moved_from_row) or None if absent."""
