@@ -51,4 +51,4 @@ class LLM(Protocol):
         ...
 
 
-__all__ = ["LLM", "LLMRequest", "T", "TASKS", "Task"]
+__all__ = ["LLM", "TASKS", "LLMRequest", "T", "Task"]

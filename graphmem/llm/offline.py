@@ -10,8 +10,8 @@ It reads ``request.inputs`` (never ``request.prompt``) and answers with the requ
 - reflector: one bullet per failed verdict ("When <input>, answer <truth> instead of <output>").
 - summary: extractive and incremental: previous bullets minus removed plus new, corrections first.
 
-Text from tools and traces is only ever quoted or classified, never turned into an instruction;
-only the owner's own words (feedback) are reworded into instructions.
+Text from tools and traces is only ever quoted or classified, never reworded into an instruction:
+only the owner's own words (feedback) are.
 """
 
 from __future__ import annotations
@@ -36,20 +36,19 @@ from graphmem.llm.schemas import (
     SummaryOutput,
 )
 
-_I = re.IGNORECASE
-
 
 def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, _I)
+    return re.compile(pattern, re.IGNORECASE)
 
 
 # --- shared text helpers ---------------------------------------------------------------------
 
-_STOP = frozenset(
-    "a an the and or but of to in on at for with by from as is are was were be been it its this that "
-    "these those i you we they he she my your our their me us them do does did so if then than too very "
-    "just not no please".split()
-)
+_STOP = frozenset({
+    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from", "as", "is",
+    "are", "was", "were", "be", "been", "it", "its", "this", "that", "these", "those", "i", "you", "we", "they",
+    "he", "she", "my", "your", "our", "their", "me", "us", "them", "do", "does", "did", "so", "if", "then", "than",
+    "too", "very", "just", "not", "no", "please"
+})
 
 
 def _words(text: str) -> list[str]:
@@ -94,36 +93,38 @@ def _unique(items: Iterable[str]) -> list[str]:
 
 # --- feedback --------------------------------------------------------------------------------
 
-_ACK = _rx(r"^(ok(ay)?|k|sure|yes|yep|yeah|no|nope|cool|fine|got it|thanks?( you)?( so much)?|thx|ty|alright|"
-    r"right|hmm+|hi|hello|hey|good morning|noted)[\s!.]*$")
+_ACK = _rx(r"^(ok(ay)?|k|sure|yes|yep|yeah|no|nope|cool|fine|got it|thanks?( you)?( so much)?|thx|ty|"
+           r"alright|right|hmm+|hi|hello|hey|good morning|noted)[\s!.]*$")
 _PREFERENCE = _rx(r"\b(prefer(s|red)?|i'?d rather|would rather|i (really )?(like|love) it when|"
-    r"(i|we) (want|need|'d like|would like) you to)\b")
-_STANDING = _rx(r"\b(always|never|from now on|going forward|in (the )?future|next time|every time|each time|"
-    r"by default|make sure|remember to|don'?t forget)\b")
+                  r"(i|we) (want|need|'d like|would like) you to)\b")
+_STANDING = _rx(r"\b(always|never|from now on|going forward|in (the )?future|next time|every time|"
+                r"each time|by default|make sure|remember to|don'?t forget)\b")
 _NEG_DIRECTIVE = _rx(r"\b(don'?t|do not|stop|avoid|no more|quit)\b")
-_CORRECTION = _rx(r"\b(actually|instead|wrong|incorrect|not (what|how) i|that'?s not|should(n'?t| not)? have|"
-    r"mistake|you forgot|you missed|not right)\b|^no[,!.]")
-_TOO = _rx(r"\btoo (long|short|verbose|wordy|formal|casual|informal|slow|vague|generic|detailed|technical|"
-    r"brief|late|early|much|many|few|complicated|complex|repetitive)\b")
-_COMPLAINT = _rx(r"\b(hate|annoying|terrible|awful|useless|confusing|sloppy|bad|poor|unacceptable|frustrat\w*|"
-    r"disappoint\w*|not helpful|unhelpful|rambling)\b")
-_PRAISE = _rx(r"\b(great|perfect|excellent|awesome|amazing|fantastic|brilliant|nice|good job|well done|love(d)? it|"
-    r"spot on|exactly what i (needed|wanted)|i (really )?(like|love) (this|that|your|the way)|very helpful|so helpful|superb|impressive|nailed it)\b")
+_CORRECTION = _rx(r"\b(actually|instead|wrong|incorrect|not (what|how) i|that'?s not|should(n'?t| not)? "
+                  r"have|mistake|you forgot|you missed|not right)\b|^no[,!.]")
+_TOO = _rx(r"\btoo (long|short|verbose|wordy|formal|casual|informal|slow|vague|generic|detailed|"
+           r"technical|brief|late|early|much|many|few|complicated|complex|repetitive)\b")
+_COMPLAINT = _rx(r"\b(hate|annoying|terrible|awful|useless|confusing|sloppy|bad|poor|unacceptable|"
+                 r"frustrat\w*|disappoint\w*|not helpful|unhelpful|rambling)\b")
+_PRAISE = _rx(r"\b(great|perfect|excellent|awesome|amazing|fantastic|brilliant|nice|good job|well done|"
+              r"love(d)? it|spot on|exactly what i (needed|wanted)|i (really )?(like|love) (this|that|your|"
+              r"the way)|very helpful|so helpful|superb|impressive|nailed it)\b")
 _THANKS = _rx(r"\b(thanks|thank you)\b")
-_PLEASE_STYLE = _rx(r"\bplease\b.*\b(keep|use|write|format|make|be|include|avoid|add|cc|sign|stick to|limit|"
-    r"shorten|summari[sz]e|cite|double-check)\b")
+_PLEASE_STYLE = _rx(r"\bplease\b.*\b(keep|use|write|format|make|be|include|avoid|add|cc|sign|stick to|"
+                    r"limit|shorten|summari[sz]e|cite|double-check)\b")
 _SOFT_START = _rx(r"^(keep|avoid|stick to|limit|be (more|less)|stop|skip|prefer|cut)\b")
 _YOU_HABIT = _rx(r"^(you|u) (always|never|keep)\b")
 _FORGOT = _rx(r"\b(you|u) (always |keep |often )?(forget|forgot|forgetting|missed|miss) to\b")
 _DISLIKE = _rx(r"^(i|we) (really )?(hate|dislike|can'?t stand|don'?t like|do not like)\b")
-_LIKE = _rx(r"^(i|we) (really )?(like|love) (?!it\b|this\b|that\b|these\b|those\b|the\b|your\b|you\b)")
+_LIKE = _rx(r"^(i|we) (really )?(like|love) (?!(it|this|that|these|those|the|your|you)\b)")
+_SUBJECT = _rx(r"([\w\s]+?)\s+(?:was|is|were|are|'s|’s|feels?|seems?)\s+(?:\w+\s+)?too\b")
+_INSTEAD = _rx(r"\binstead\b")
 _REQUEST_Q = _rx(r"^(can|could|would|will) you\b")
-
-_LEADING = _rx(r"^(actually|also|and|but|so|ok(ay)?|no|nope|hey|hmm+|well|oh|btw|by the way|fyi|one more thing|"
-    r"just|honestly|in (the )?future|from now on|going forward|next time|please)\b[\s,:;!-]*")
-_TRAILING = re.compile(
-    r"[\s,]*(next time|from now on|going forward|in (the )?future|please|thanks|thank you)?[\s.!?;,]*$", _I
-)
+_LEADING = _rx(r"^(actually|also|and|but|so|ok(ay)?|no|nope|hey|hmm+|well|oh|btw|by the way|fyi|"
+               r"one more thing|just|honestly|in (the )?future|from now on|going forward|next time|"
+               r"please)\b[\s,:;!-]*")
+_TRAILING = _rx(r"[\s,]*(next time|from now on|going forward|in (the )?future|please|thanks|thank you)?"
+                r"[\s.!?;,]*$")
 _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (_rx(r"^(i|we) (would |'d )?prefer (that )?you (to )?"), ""),
     (_rx(r"^(i|we) (would |'d )?prefer "), "Prefer "),
@@ -154,21 +155,27 @@ _OBJECTIVE_TYPES: list[tuple[str, re.Pattern[str]]] = [
     ("scheduling", _rx(r"\b(meetings?|calendar|schedul\w*|invites?|appointments?)\b")),
     ("writing", _rx(r"\b(posts?|blog|articles?|drafts?|essays?|copy)\b")),
 ]
-_STYLE = _rx(r"\b(long|short|length|concise|brief|verbose|wordy|paragraphs?|tone|formal|casual|friendly|format\w*|"
-    r"bullet\w*|markdown|headings?)\b")
-_NOT_ENTITY = frozenset(
-    "i i'm i'd i've i'll ok okay ai please thanks actually also monday tuesday wednesday thursday friday "
-    "saturday sunday january february march april may june july august september october november december "
-    "the this that it great perfect".split()
-)
+_STYLE = _rx(r"\b(long|short|length|concise|brief|verbose|wordy|paragraphs?|tone|formal|casual|friendly|"
+             r"format\w*|bullet\w*|markdown|headings?)\b")
+_NOT_ENTITY = frozenset({
+    "i", "i'm", "i'd", "i've", "i'll", "ok", "okay", "ai", "please", "thanks", "actually", "also", "the", "this",
+    "that", "it", "great", "perfect", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december"
+})
+_STARTERS = frozenset({
+    "keep", "use", "send", "please", "always", "never", "don't", "do", "make", "write", "tell", "ask", "email",
+    "call", "stop", "avoid", "add", "include", "when", "if", "for", "can", "could", "would", "will", "should", "is",
+    "was", "did", "my", "our", "your", "great", "thanks", "actually", "also", "no", "yes", "next", "from", "in",
+    "on", "at", "cc", "reply", "sign"
+})
 
 
 def _objective_type_of(*texts: str | None) -> str | None:
     for text in texts:
-        if text:
-            for name, pattern in _OBJECTIVE_TYPES:
-                if pattern.search(text.replace("_", " ")):
-                    return name
+        for name, pattern in _OBJECTIVE_TYPES:
+            if text and pattern.search(text.replace("_", " ")):
+                return name
     return None
 
 
@@ -177,68 +184,61 @@ def _to_instruction(sentence: str) -> str:
     s = sentence.strip()
     for _ in range(4):
         s = _LEADING.sub("", s, count=1).strip()
-    s = re.sub(r"\bplease\s+", "", s, flags=_I)
+    s = re.sub(r"\bplease\s+", "", s, flags=re.IGNORECASE)
     for pattern, repl in _REWRITES:
         s = pattern.sub(repl, s, count=1)
-    s = _TRAILING.sub("", s).strip(" ,;:-")
-    return _cap(s)
+    return _cap(_TRAILING.sub("", s).strip(" ,;:-"))
 
 
 def _too_instruction(sentence: str, tool: str | None) -> str | None:
+    """"That email was too long" → "Make emails shorter"."""
     m = _TOO.search(sentence)
-    if not m:
-        return None
-    better = _OPPOSITE.get(m.group(1).lower())
+    better = _OPPOSITE.get(m.group(1).lower()) if m else None
     if better is None:
         return None
-    subj = re.search(r"([\w\s]+?)\s+(?:was|is|were|are|'s|’s|feels?|seems?)\s+(?:\w+\s+)?too\b", sentence, _I)
-    noun = ""
-    if subj:
-        words = [w for w in subj.group(1).split() if w.lower() not in {"that", "the", "this", "your", "last",
-                                                                       "those", "these", "my", "one", "it"}]
-        noun = words[-1] if words else ""
-    if noun and noun.lower() not in {"actually", "but", "and", "so"}:
-        noun = noun.lower() if noun.lower().endswith("s") else noun.lower() + "s"
-        return f"Make {noun} {better}"
+    subj = _SUBJECT.search(sentence)
+    skip = {"that", "the", "this", "your", "last", "those", "these", "my", "one", "it", "actually", "but", "so"}
+    words = [w.lower() for w in (subj.group(1).split() if subj else []) if w.lower() not in skip]
+    if words:
+        return f"Make {words[-1] if words[-1].endswith('s') else words[-1] + 's'} {better}"
     return f"Make {tool} output {better}" if tool else f"Make responses {better}"
 
 
 def _entities(text: str) -> list[str]:
+    """Capitalised names; a sentence's first word counts only inside a multi-word name."""
     found: list[str] = []
     for sentence in _sentences(text):
         for m in re.finditer(r"\b[A-Z][\w&'’-]*(?:\s+[A-Z][\w&-]*)*", sentence):
             words = [re.sub(r"['’]s$", "", w) for w in m.group(0).split()]
-            at_start = m.start() == 0 or not sentence[: m.start()].strip(" \"'([")
-            if at_start:
-                words = words[1:] if len(words) == 1 or words[0].lower() in _NOT_ENTITY else words
+            at_start = not sentence[: m.start()].strip(" \"'([")
+            if at_start and (len(words) == 1 or words[0].lower() in _STARTERS):
+                words = words[1:]
             while words and words[0].lower() in _NOT_ENTITY:
                 words = words[1:]
             while words and words[-1].lower() in _NOT_ENTITY:
                 words = words[:-1]
-            if words:
-                found.append(" ".join(words))
+            found.append(" ".join(words))
     return _unique(found)
 
 
 def _topics(text: str, objective_type: str | None) -> list[str]:
-    topics = []
-    if _STYLE.search(text):
-        topics.append(f"{objective_type or 'writing'} style")
-    if re.search(r"\b(citations?|sources?|references?)\b", text, _I):
+    topics = [f"{objective_type or 'writing'} style"] if _STYLE.search(text) else []
+    if re.search(r"\b(citations?|sources?|references?)\b", text, re.IGNORECASE):
         topics.append("citations")
-    if re.search(r"\b(price|pricing|cost|budget|discount)\b", text, _I):
+    if re.search(r"\b(price|pricing|cost|budget|discount)\b", text, re.IGNORECASE):
         topics.append("pricing")
     return topics
 
 
 def _pick_tool(text: str, actions: list[dict[str, Any]], tool: str | None) -> str | None:
+    """The tool named in the text, else one of the text's kind, else the caller's, else the latest."""
     recent = [str(a["tool_name"]) for a in reversed(actions) if a.get("tool_name")]
     candidates = _unique(([tool] if tool else []) + recent)
     generic = {"send", "get", "run", "tool", "create", "do", "make", "call", "use", "the", "api"}
     words = set(_words(text))
     for cand in candidates:
         parts = [p for p in re.split(r"[_.\-\s]+", cand.lower()) if p and p not in generic]
-        if any(w == p or w == p + "s" or w == p + "es" for p in parts for w in words):
+        if any(w in (p, p + "s", p + "es") for p in parts for w in words):
             return cand
     kind = _objective_type_of(text)
     same_kind = [c for c in candidates if kind and _objective_type_of(c) == kind]
@@ -249,10 +249,13 @@ def _pick_tool(text: str, actions: list[dict[str, Any]], tool: str | None) -> st
 
 def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None = None,
                      tool: str | None = None) -> FeedbackAnalysis:
-    """Rule-based FeedbackExtractor: find feedback in an owner message and word it as a learning."""
+    """Rule-based FeedbackExtractor: find feedback in an owner message and word it as a learning.
+
+    ``recent_actions`` are oldest first (sorted by ``created_at`` when every item has one).
+    """
     text = (content or "").strip()
-    actions = list(recent_actions or [])
-    if all(a.get("created_at") is not None for a in actions):
+    actions = [dict(a) for a in recent_actions or []]
+    if actions and all(a.get("created_at") is not None for a in actions):
         actions.sort(key=lambda a: str(a["created_at"]))
     none = FeedbackAnalysis(has_feedback=False, sentiment="neutral", confidence=0.9)
     if not text or _ACK.match(text):
@@ -262,25 +265,23 @@ def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None =
     praise: list[str] = []
     strong = 0
     pref = corr = complaint = False
-    clauses = [c for s in _sentences(text) for c in re.split(r"[,;]?\s+but\s+", s, flags=_I) if c.strip()]
+    clauses = [c for s in _sentences(text) for c in re.split(r"[,;]?\s+but\s+", s, flags=re.IGNORECASE) if c.strip()]
     for s in clauses:
         bare = _LEADING.sub("", s).strip()
-        is_pref, is_standing = bool(_PREFERENCE.search(s)), bool(_STANDING.search(s))
-        is_neg, is_corr = bool(_NEG_DIRECTIVE.search(s)), bool(_CORRECTION.search(s))
-        is_too, is_compl = bool(_TOO.search(s)), bool(_COMPLAINT.search(s))
-        is_praise, dislike = bool(_PRAISE.search(s)), bool(_DISLIKE.match(bare))
-        is_pref |= bool(_LIKE.match(bare))
-        weak = bool(_PLEASE_STYLE.search(s) or _SOFT_START.match(bare) or _FORGOT.search(s))
+        is_pref = bool(_PREFERENCE.search(s) or _LIKE.match(bare))
+        is_standing, is_neg, is_corr = bool(_STANDING.search(s)), bool(_NEG_DIRECTIVE.search(s)), bool(
+            _CORRECTION.search(s))
+        is_too, is_compl, is_praise = bool(_TOO.search(s)), bool(_COMPLAINT.search(s)), bool(_PRAISE.search(s))
+        dislike, forgot = bool(_DISLIKE.match(bare)), bool(_FORGOT.search(s))
+        weak = bool(_PLEASE_STYLE.search(s) or _SOFT_START.match(bare) or forgot)
         strong += sum((is_pref, is_standing, is_neg, is_corr, is_too, is_compl, is_praise))
-        pref |= is_pref
-        corr |= is_corr or bool(_FORGOT.search(s))
-        complaint |= is_too or is_compl or dislike
-        habit = bool(_YOU_HABIT.match(bare)) and not _FORGOT.search(s)
+        pref, corr, complaint = pref or is_pref, corr or is_corr or forgot, complaint or is_too or is_compl or dislike
+        habit = bool(_YOU_HABIT.match(bare)) and not forgot
         if s.endswith("?") and not _REQUEST_Q.match(bare):
             if is_corr or is_too or is_compl:
                 wrong.append(s)
             continue
-        directive = is_pref or is_standing or is_neg or weak or dislike or bool(re.search(r"\binstead\b", s, _I))
+        directive = is_pref or is_standing or is_neg or weak or dislike or bool(_INSTEAD.search(s))
         if directive and not habit and not (is_too and not (is_pref or is_standing or weak)):
             instructions.append(_to_instruction(s))
         elif is_too or is_compl or is_corr or habit:
@@ -288,32 +289,26 @@ def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None =
         elif is_praise:
             praise.append(s.rstrip(" .!"))
     if not (instructions or wrong or praise):
-        if _THANKS.search(text) and len(_words(text)) > 3:
-            praise.append(text.rstrip(" .!"))
-        else:
+        if not (_THANKS.search(text) and len(_words(text)) > 3):
             return none
+        praise.append(text.rstrip(" .!"))
     about_tool = _pick_tool(text, actions, tool)
     obj_type = _objective_type_of(text, about_tool)
     instructions = [i for i in _unique(instructions) if len(_words(i)) >= 2]
     if not instructions and wrong:
-        derived = [d for d in (_too_instruction(w, about_tool) for w in wrong) if d]
-        instructions = _unique(derived)
+        instructions = _unique(d for d in (_too_instruction(w, about_tool) for w in wrong) if d)
     if instructions:
-        ftype = "preference" if pref else "correction" if (corr or complaint) else "preference"
-    elif wrong:
-        ftype = "complaint" if complaint else "correction"
+        ftype = "preference" if pref or not (corr or complaint) else "correction"
     else:
-        ftype = "praise"
+        ftype = ("complaint" if complaint else "correction") if wrong else "praise"
     negative = ftype in ("correction", "complaint") or complaint
-    sentiment = "negative" if negative else "positive" if ftype == "praise" else "neutral"
     if instructions:
-        learning: str | None = "; ".join(instructions)
+        learning = "; ".join(instructions)
     elif wrong:
         learning = f"Avoid repeating what the owner disliked: {'; '.join(wrong)}"
     else:
         scope = f" for {about_tool}" if about_tool else f" for {obj_type} work" if obj_type else ""
         learning = f'Keep the approach the owner praised{scope} ("{_gist(praise[0], 16)}")'
-    confidence = min(0.9, 0.5 + 0.1 * strong) if strong else 0.5
     return FeedbackAnalysis(
         has_feedback=True,
         feedback_type=ftype,  # type: ignore[arg-type]
@@ -321,8 +316,8 @@ def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None =
         about_objective_type=obj_type,
         what_was_wrong="; ".join(_unique(wrong)) or None,
         what_to_do_instead="; ".join(instructions) or None,
-        sentiment=sentiment,
-        confidence=round(confidence, 2),
+        sentiment="negative" if negative else "positive" if ftype == "praise" else "neutral",
+        confidence=round(min(0.9, 0.5 + 0.1 * strong), 2),
         learning=learning,
         topics=_topics(text, obj_type),
         entities=_entities(text),
@@ -347,21 +342,22 @@ _ERROR_KINDS: list[tuple[str, re.Pattern[str], str]] = [
     ("connection error", _rx(r"connection|network|unreachable|\bdns\b|refused"),
      "Retry {tool} with backoff on connection errors"),
 ]
-_DEFAULT_ADVICE = "Check the inputs and result of each {tool} call, and change approach instead of repeating a failing call"
+_DEFAULT_ADVICE = "Check the inputs and result of each {tool} call, and change approach instead of repeating it"
 _ERROR_TEXT = _rx(r"^\s*(error|exception|traceback)\b|\b(failed|timed out|rate[ -]?limited)\b")
 _FAILED = {"failed", "failure", "error", "errored", "aborted"}
 _DONE = {"completed", "complete", "succeeded", "success", "done"}
 
 
 def _step_failed(step: dict[str, Any]) -> bool:
+    """success False, or an unflagged tool result that reads like an error."""
     if step.get("success") is False:
         return True
     return step.get("success") is None and step.get("kind") == "tool_result" and bool(
-        _ERROR_TEXT.search(str(step.get("content") or ""))
-    )
+        _ERROR_TEXT.search(str(step.get("content") or "")))
 
 
 def _sequence(tools: list[str]) -> str:
+    """["a", "a", "b"] → "a ×2 → b"."""
     runs: list[list[Any]] = []
     for t in tools:
         if runs and runs[-1][0] == t:
@@ -371,88 +367,76 @@ def _sequence(tools: list[str]) -> str:
     return " → ".join(f"{t} ×{n}" if n > 1 else t for t, n in runs)
 
 
-def evaluate_objective(goal: str, status: str, result: str | None, duration_s: float | None,
-                       steps: list[dict[str, Any]], objective_type: str | None) -> ObjectiveEvaluation:
-    """Rule-based ObjectiveEvaluator: score, learnings per failing tool, well/poorly used tools."""
+def evaluate_objective(goal: str, status: str, result: str | None = None, duration_s: float | None = None,
+                       steps: list[dict[str, Any]] | None = None,
+                       objective_type: str | None = None) -> ObjectiveEvaluation:
+    """Rule-based ObjectiveEvaluator: score, learnings per failing tool, well/poorly used tools.
+
+    The error text of tools is classified (rate limit, timeout…), never copied into a learning.
+    """
+    steps = [dict(s) for s in steps or []]
     state = (status or "").strip().lower()
     obj_type = objective_type or _objective_type_of(goal)
-    goal_gist = _gist(goal, 8)
+    goal_gist, scope = _gist(goal, 8), "objective_type" if obj_type else "general"
     failures: dict[str, list[dict[str, Any]]] = {}
     retries: dict[str, int] = {}
     recovered: set[str] = set()
-    ok_tools: list[str] = []
-    call_sequence: list[str] = []
+    ok_tools = [str(s["tool_name"]) for s in steps if s.get("success") is True and s.get("tool_name")]
+    calls = [str(s["tool_name"]) for s in steps if s.get("tool_name") and s.get("kind") != "tool_result"]
     for i, step in enumerate(steps):
-        tool = str(step.get("tool_name") or "")
-        if tool and step.get("kind") != "tool_result":
-            call_sequence.append(tool)
-        if step.get("success") is True and tool:
-            ok_tools.append(tool)
         if not _step_failed(step):
             continue
-        key = tool or "general"
-        failures.setdefault(key, []).append(step)
-        later = [s for s in steps[i + 1:] if str(s.get("tool_name") or "") == tool and tool]
+        tool = str(step.get("tool_name") or "")
+        failures.setdefault(tool or "general", []).append(step)
+        later = [s for s in steps[i + 1:] if tool and s.get("tool_name") == tool]
         if later:
-            retries[key] = retries.get(key, 0) + 1
+            retries[tool] = retries.get(tool, 0) + 1
             if any(s.get("success") is True for s in later):
-                recovered.add(key)
-    if not call_sequence:
-        call_sequence = [str(s["tool_name"]) for s in steps if s.get("tool_name")]
-    n_fail = sum(len(v) for v in failures.values())
-    n_retry = sum(retries.values())
+                recovered.add(tool)
+    n_fail, n_retry = sum(len(v) for v in failures.values()), sum(retries.values())
     score = 9.0 if state in _DONE else 3.0 if state in _FAILED else 6.0
     score -= min(4, n_fail) * (1.0 if state in _DONE else 0.5) + min(2, n_retry) * 0.5
     if duration_s is not None:
         score -= 1.5 if duration_s > 3600 else 1.0 if duration_s > 1800 else 0.0
     score -= 1.0 if len(steps) > 25 else 0.0
-    score = round(max(1.0, min(10.0, score)), 1)
-
     learnings: list[EvaluationLearning] = []
     for tool, failed in failures.items():
-        kinds = []
-        advice = _DEFAULT_ADVICE
+        kinds, advice = [], _DEFAULT_ADVICE
         for name, pattern, tip in _ERROR_KINDS:
             hits = sum(1 for s in failed if pattern.search(str(s.get("content") or "")))
             if hits:
                 kinds.append(f"{name} ×{hits}" if hits > 1 else name)
                 advice = tip if advice == _DEFAULT_ADVICE else advice
-        label = tool if tool != "general" else "A step"
-        insight = f"{label} failed {len(failed)} time{'s' if len(failed) > 1 else ''}: " \
-                  f"{', '.join(kinds) or 'errors'} while working on \"{goal_gist}\""
+        n = len(failed)
+        insight = (f"{tool if tool != 'general' else 'A step'} failed {n} time{'s' if n > 1 else ''}: "
+                   f"{', '.join(kinds) or 'errors'} while working on \"{goal_gist}\"")
         if tool in recovered:
-            insight += f" (succeeded after {retries.get(tool, 1)} retr{'ies' if retries.get(tool, 1) > 1 else 'y'})"
+            insight += f" (succeeded after {retries[tool]} retr{'ies' if retries[tool] > 1 else 'y'})"
         learnings.append(EvaluationLearning(
-            insight=insight, applies_to=tool if tool != "general" else (obj_type and "objective_type") or "general",
-            recommendation=advice.format(tool=tool if tool != "general" else "each tool"), sentiment="negative"))
+            insight=insight, applies_to=tool if tool != "general" else scope, sentiment="negative",
+            recommendation=advice.format(tool=tool if tool != "general" else "each tool")))
     notable = False
     if state in _FAILED:
         bad = ", ".join(t for t in failures if t != "general")
         learnings.append(EvaluationLearning(
             insight=f"The objective \"{goal_gist}\" failed" + (f" after errors in {bad}" if bad else ""),
-            applies_to="objective_type" if obj_type else "general",
+            applies_to=scope, sentiment="negative",
             recommendation="Fix or work around a failing step before moving on, and report a blocker early"
-            if failures else "Confirm what the objective needs before starting, and check each step's result",
-            sentiment="negative"))
-    elif state in _DONE and not failures and len(set(call_sequence)) >= 2:
-        notable = True
-        seq = _sequence(call_sequence)
+            if failures else "Confirm what the objective needs before starting, and check each step's result"))
+    elif state in _DONE and not failures and len(set(calls)) >= 2:
+        notable, seq = True, _sequence(calls)
         learnings.append(EvaluationLearning(
-            insight=f"\"{goal_gist}\" completed without errors using {seq}",
-            applies_to="objective_type" if obj_type else "general",
-            recommendation=f"For {obj_type or 'similar'} objectives, follow the sequence {seq}",
-            sentiment="positive"))
+            insight=f"\"{goal_gist}\" completed without errors using {seq}", applies_to=scope,
+            recommendation=f"For {obj_type or 'similar'} objectives, follow the sequence {seq}", sentiment="positive"))
     if state in _DONE and duration_s is not None and duration_s > 3600:
         notable = True
         learnings.append(EvaluationLearning(
-            insight=f"\"{goal_gist}\" took {duration_s / 60:.0f} minutes",
-            applies_to="objective_type" if obj_type else "general",
-            recommendation=f"Plan the steps of {obj_type or 'long'} objectives up front and batch similar tool calls",
-            sentiment="neutral"))
-    poorly = [t for t in failures if t != "general"]
-    well = _unique(t for t in ok_tools if t not in failures)
+            insight=f"\"{goal_gist}\" took {duration_s / 60:.0f} minutes", applies_to=scope, sentiment="neutral",
+            recommendation=f"Plan the steps of {obj_type or 'long'} objectives up front and batch similar tool calls"))
     return ObjectiveEvaluation(
-        overall_score=score, learnings=learnings, tools_used_well=well, tools_used_poorly=poorly,
+        overall_score=round(max(1.0, min(10.0, score)), 1), learnings=learnings,
+        tools_used_well=_unique(t for t in ok_tools if t not in failures),
+        tools_used_poorly=[t for t in failures if t != "general"],
         should_remember=bool(failures) or state in _FAILED or notable)
 
 
@@ -462,22 +446,23 @@ _FB_GOOD = _rx(r"^\s*(/good|good|positive|👍|\+1|yes)\s*$")
 _FB_BAD = _rx(r"^\s*(/bad|bad|negative|👎|-1|no)\s*$")
 
 
-def reflect_episode(user_text: str, assistant_text: str, success: bool | None, tools_used: list[str],
-                    feedback: str | None) -> EpisodeReflection:
-    """Rule-based episode reflection (seed 004)."""
-    gist = _gist(user_text, 10)
-    tools = ", ".join(_unique(tools_used))
+def reflect_episode(user_text: str, assistant_text: str, success: bool | None = None,
+                    tools_used: list[str] | None = None, feedback: str | None = None) -> EpisodeReflection:
+    """Rule-based episode reflection (seed 004) from the outcome, the tools and the feedback.
+
+    The user's text is only quoted as a condition ("For requests like …"); only the feedback
+    (the owner's words) becomes a rule.
+    """
+    gist, tools = _gist(user_text, 10), ", ".join(_unique(tools_used or []))
     fb: FeedbackAnalysis | None = None
-    if feedback and _FB_GOOD.match(feedback):
-        fb_sent = "positive"
-    elif feedback and _FB_BAD.match(feedback):
-        fb_sent = "negative"
-    elif feedback:
+    if not feedback or not feedback.strip():
+        fb_sent = "neutral"
+    elif _FB_GOOD.match(feedback) or _FB_BAD.match(feedback):
+        fb_sent = "positive" if _FB_GOOD.match(feedback) else "negative"
+    else:
         fb = analyse_feedback(feedback)
         fb_sent = fb.sentiment if fb.has_feedback else "neutral"
-    else:
-        fb_sent = "neutral"
-    outcome = success if success is not None else (True if fb_sent == "positive" else False if fb_sent == "negative" else None)
+    outcome = success if success is not None else {"positive": True, "negative": False}.get(fb_sent)
     went_well: list[str] = []
     improvements: list[str] = []
     rules: list[str] = []
@@ -505,10 +490,8 @@ def reflect_episode(user_text: str, assistant_text: str, success: bool | None, t
         prompts.append(f'Add a self-check step for requests like "{gist}"')
     state = {True: "succeeded", False: "failed", None: "had an unknown outcome"}[outcome]
     text = f'The episode "{gist}" {state}' + (f" using {tools}" if tools else "") + "."
-    if feedback:
-        text += f" Feedback was {fb_sent}."
-    if improvements:
-        text += f" {len(improvements)} improvement(s) noted."
+    text += f" Feedback was {fb_sent}." if feedback else ""
+    text += f" {len(_unique(improvements))} improvement(s) noted." if improvements else ""
     return EpisodeReflection(reflection=text, what_went_well=_unique(went_well), improvements=_unique(improvements),
                              rules=_unique(rules), prompt_suggestions=_unique(prompts))
 
@@ -516,86 +499,90 @@ def reflect_episode(user_text: str, assistant_text: str, success: bool | None, t
 # --- judge and reflector ---------------------------------------------------------------------
 
 _NEGATIONS = {"not", "no", "never", "non", "isn't", "isnt", "don't", "dont", "cannot", "can't", "false"}
-_CRIT_STOP = _STOP | set("must should output answer response agent contain contains include includes "
-                         "correct correctly valid well clear clearly given input mention mentions".split())
+_CRIT_STOP = _STOP | {
+    "must", "should", "output", "answer", "response", "agent", "contain", "contains", "include", "includes",
+    "correct", "correctly", "valid", "well", "clear", "clearly", "given", "input", "mention", "mentions"
+}
+_LIMIT = _rx(r"\b(under|at most|no more than|fewer than|less than|max(?:imum)?(?: of)?)\s+(\d+)\s+"
+             r"(words?|sentences?|paragraphs?|characters?|chars|lines?)\b")
 
 
 def _numbers(text: str) -> list[float]:
     return [float(x.replace(",", "")) for x in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
 
 
-def judge_output(judge_name: str, criteria: str, input_text: str, output: str, ground_truth: str | None,
-                 reasoning: str | None) -> JudgeVerdict:
-    """Rule-based judge: ground-truth match when given, else the criteria's checkable parts."""
-    out_n = _norm(output)
-    if not out_n:
-        return JudgeVerdict(passed=False, score=0.0, reasoning=f"{judge_name}: the output is empty")
+def _truth_verdict(output: str, ground_truth: str) -> JudgeVerdict:
+    out_n, gt_n = _norm(output), _norm(ground_truth)
+    if out_n == gt_n:
+        return JudgeVerdict(passed=True, score=1.0, reasoning="The output matches the ground truth exactly")
+    gt_nums, out_nums = _numbers(ground_truth), _numbers(output)
+    if len(gt_nums) == 1 and len(_tokens(ground_truth)) <= 2:
+        hit = any(abs(x - gt_nums[0]) <= 1e-9 * max(1.0, abs(gt_nums[0])) for x in out_nums)
+        seen = ", ".join(f"{n:g}" for n in out_nums) or "no number"
+        return JudgeVerdict(passed=hit, score=1.0 if hit else 0.0, reasoning=f"Expected the number "
+                            f"{ground_truth.strip()}; " + ("found it" if hit else f"the output has {seen}"))
+    neg_differs = bool(_NEGATIONS & set(out_n.split())) != bool(_NEGATIONS & set(gt_n.split()))
+    if not neg_differs and re.search(rf"(^| ){re.escape(gt_n)}( |$)", out_n):
+        return JudgeVerdict(passed=True, score=0.9, reasoning="The output contains the ground truth")
+    gt_t, out_t = _tokens(ground_truth) or set(gt_n.split()), _tokens(output) or set(out_n.split())
+    common = len(gt_t & out_t)
+    f1 = (2 * common / (len(gt_t) + len(out_t)) if common else 0.0) * (0.5 if neg_differs else 1.0)
+    why = "one of them negates the other; " if neg_differs else ""
+    return JudgeVerdict(passed=f1 >= 0.6, score=round(f1, 3), reasoning=f"{why}token overlap with the ground "
+                        f"truth is {f1:.2f} (expected \"{_gist(ground_truth, 12)}\", got \"{_gist(output, 12)}\")")
+
+
+def judge_output(output: str, judge_name: str | None = None, criteria: str | None = None,
+                 input_text: str | None = None, ground_truth: str | None = None,
+                 reasoning: str | None = None) -> JudgeVerdict:
+    """Rule-based judge: a ground-truth match when one is given, else the criteria's checkable parts.
+
+    Criteria checks: "JSON" (the output parses), "under/at most N words|sentences|paragraphs|
+    characters|lines" (counted), otherwise keyword coverage (at least half the criteria's words).
+    """
+    name, crit = judge_name or "judge", criteria or ""
+    if not _norm(output):
+        return JudgeVerdict(passed=False, score=0.0, reasoning=f"{name}: the output is empty")
     if ground_truth is not None and _norm(ground_truth):
-        gt_n = _norm(ground_truth)
-        neg_differs = bool(_NEGATIONS & set(out_n.split())) != bool(_NEGATIONS & set(gt_n.split()))
-        if out_n == gt_n:
-            return JudgeVerdict(passed=True, score=1.0, reasoning="The output matches the ground truth exactly")
-        gt_nums, out_nums = _numbers(ground_truth), _numbers(output)
-        if gt_nums and len(gt_nums) == 1 and len(_tokens(ground_truth)) <= 2:
-            hit = any(abs(x - gt_nums[0]) <= 1e-9 * max(1.0, abs(gt_nums[0])) for x in out_nums)
-            return JudgeVerdict(passed=hit, score=1.0 if hit else 0.0,
-                                reasoning=f"Expected the number {ground_truth.strip()}; "
-                                          f"{'found it' if hit else 'the output has ' + (', '.join(f'{n:g}' for n in out_nums) or 'no number')}")
-        if not neg_differs and re.search(rf"(^| ){re.escape(gt_n)}( |$)", out_n):
-            return JudgeVerdict(passed=True, score=0.9, reasoning="The output contains the ground truth")
-        gt_t, out_t = _tokens(ground_truth) or set(gt_n.split()), _tokens(output) or set(out_n.split())
-        common = len(gt_t & out_t)
-        f1 = 0.0 if not common else 2 * common / (len(gt_t) + len(out_t))
-        if neg_differs:
-            f1 *= 0.5
-        passed = f1 >= 0.6
-        why = "one of them negates the other; " if neg_differs else ""
-        return JudgeVerdict(passed=passed, score=round(f1, 3),
-                            reasoning=f"{why}token overlap with the ground truth is {f1:.2f} "
-                                      f"(expected \"{_gist(ground_truth, 12)}\", got \"{_gist(output, 12)}\")")
+        return _truth_verdict(output, ground_truth)
     checks: list[tuple[bool, str]] = []
-    if re.search(r"\bjson\b", criteria, _I):
+    if re.search(r"\bjson\b", crit, re.IGNORECASE):
         try:
             json.loads(output)
             checks.append((True, "is valid JSON"))
         except ValueError:
             checks.append((False, "is not valid JSON"))
-    for m in re.finditer(r"\b(under|at most|no more than|fewer than|less than|max(?:imum)?(?: of)?)\s+(\d+)\s+"
-                         r"(words?|sentences?|paragraphs?|characters?|chars|lines?)\b", criteria, _I):
+    for m in _LIMIT.finditer(crit):
         limit, unit = int(m.group(2)), m.group(3).lower()
-        n = (len(output.split()) if unit.startswith("word") else len(output) if unit.startswith("char")
-             else len(_sentences(output)) if unit.startswith("sentence")
-             else len([p for p in re.split(r"\n\s*\n", output) if p.strip()]) if unit.startswith("paragraph")
-             else len(output.splitlines()))
-        strict = m.group(1).lower() in ("under", "fewer than", "less than")
-        ok = n < limit if strict else n <= limit
-        checks.append((ok, f"has {n} {unit} (limit {m.group(1)} {limit})"))
-    keywords = _unique(w for w in _words(criteria) if len(w) >= 4 and w not in _CRIT_STOP and not w.isdigit())
+        count = {"w": len(output.split()), "c": len(output), "s": len(_sentences(output)),
+                 "p": len([p for p in re.split(r"\n\s*\n", output) if p.strip()]),
+                 "l": len(output.splitlines())}[unit[0]]
+        ok = count < limit if m.group(1).lower() in ("under", "fewer than", "less than") else count <= limit
+        checks.append((ok, f"has {count} {unit} (limit: {m.group(1)} {limit})"))
+    keywords = _unique(w for w in _words(crit) if len(w) >= 4 and w not in _CRIT_STOP and not w.isdigit())
     if keywords and not checks:
         stems = {w[:5] for w in _words(output)}
         hits = [k for k in keywords if k[:5] in stems]
-        cover = len(hits) / len(keywords)
-        checks.append((cover >= 0.5, f"covers {len(hits)}/{len(keywords)} criteria keywords"))
+        checks.append((len(hits) >= len(keywords) / 2, f"covers {len(hits)}/{len(keywords)} criteria keywords"))
     if not checks:
-        return JudgeVerdict(passed=True, score=0.5, reasoning=f"{judge_name}: nothing checkable; output is non-empty")
-    score = sum(1 for ok, _ in checks if ok) / len(checks)
-    return JudgeVerdict(passed=all(ok for ok, _ in checks), score=round(score, 3),
-                        reasoning=f"{judge_name}: the output " + "; ".join(msg for _, msg in checks))
+        return JudgeVerdict(passed=True, score=0.5, reasoning=f"{name}: nothing checkable; the output is non-empty")
+    return JudgeVerdict(passed=all(ok for ok, _ in checks), score=round(sum(ok for ok, _ in checks) / len(checks), 3),
+                        reasoning=f"{name}: the output " + "; ".join(msg for _, msg in checks))
 
 
-def reflect_failures(input_text: str, output: str, ground_truth: str | None, reasoning: str | None,
-                     verdicts: list[dict[str, Any]]) -> ReflectorOutput:
-    """Rule-based reflector: one bullet per failed verdict (deduplicated)."""
+def reflect_failures(input_text: str, output: str, ground_truth: str | None = None, reasoning: str | None = None,
+                     verdicts: list[dict[str, Any]] | None = None) -> ReflectorOutput:
+    """Rule-based reflector: one bullet per failed verdict, near-duplicates merged; none if all passed."""
+    verdicts = list(verdicts or [])
     failed = [v for v in verdicts if not v.get("passed")]
     if not verdicts and ground_truth and _norm(ground_truth) != _norm(output):
         failed = [{"judge": "ground_truth", "passed": False, "reasoning": "the output differs from the ground truth"}]
-    gist_in, gist_out = _gist(input_text, 12), _gist(output, 12)
-    applies = f'the input is like "{gist_in}"'
+    applies = f'the input is like "{_gist(input_text, 12)}"'
     bullets: list[ReflectorBullet] = []
     for v in failed:
         if ground_truth and _norm(ground_truth):
             truth = _gist(ground_truth, 12)
-            bullet = ReflectorBullet(content=f'When {applies}, answer "{truth}" instead of "{gist_out}"',
+            bullet = ReflectorBullet(content=f'When {applies}, answer "{truth}" instead of "{_gist(output, 12)}"',
                                      applies_when=applies, recommendation=f'Answer "{truth}"')
         else:
             issue = _gist(str(v.get("reasoning") or "the output failed this check"), 20).rstrip(".")
@@ -611,41 +598,41 @@ def reflect_failures(input_text: str, output: str, ground_truth: str | None, rea
 
 
 def _parse_bullets(text: str) -> list[str]:
-    out = []
-    for line in (text or "").splitlines():
-        line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line).strip()
-        if line and not line.endswith(":"):
-            out.append(line)
-    return out
+    lines = (re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line).strip() for line in (text or "").splitlines())
+    return [line for line in lines if line and not line.endswith(":")]
 
 
-def summarize(previous: str, learnings: list[dict[str, Any]], removed: list[str], max_bullets: int) -> SummaryOutput:
-    """Extractive, incremental summary: previous bullets − removed + one bullet per new learning."""
-    cap = max(0, min(10, max_bullets))
-    kept = [b for b in _parse_bullets(previous)
-            if not any(_similar(b, r, 0.6) or (_norm(r) and _norm(r) in _norm(b)) for r in removed if r)]
+def summarize(previous: str | None = None, learnings: list[dict[str, Any]] | None = None,
+              removed: list[str] | None = None, max_bullets: int | None = None) -> SummaryOutput:
+    """Extractive, incremental summary: previous bullets − removed + one bullet per new learning.
+
+    A new learning's bullet is its recommendation, else its content. Order: new corrections
+    (negative sentiment) first, then the kept previous bullets, then the other new ones (rules and
+    preferences before the rest). Near-identical bullets are merged (the earlier wins), and the
+    list is cut at ``max_bullets`` (at most 10).
+    """
+    cap = max(0, min(10, 10 if max_bullets is None else int(max_bullets)))
+    gone = [r for r in (removed or []) if _norm(r)]
+    kept = [b for b in _parse_bullets(previous or "")
+            if not any(_similar(b, r, 0.6) or _norm(r) in _norm(b) for r in gone)]
     rank = {"negative": 0, "neutral": 1, "positive": 2}
-    new = sorted(
-        ((rank.get(str(item.get("sentiment") or "neutral"), 1), 0 if item.get("kind") in ("preference", "rule") else 1,
-          i, _cap(str(item.get("recommendation") or item.get("content") or "").strip().rstrip(".")))
-         for i, item in enumerate(learnings)),
-    )
-    fresh = [(r, text) for r, _, _, text in new if text]
-    first = [t for r, t in fresh if r == 0]
-    rest = [t for r, t in fresh if r != 0]
+    new = sorted((rank.get(str(item.get("sentiment") or "neutral"), 1),
+                  0 if item.get("kind") in ("preference", "rule") else 1, i,
+                  _cap(str(item.get("recommendation") or item.get("content") or "").strip().rstrip(".")))
+                 for i, item in enumerate(learnings or []))
+    first = [text for r, _, _, text in new if text and r == 0]
+    rest = [text for r, _, _, text in new if text and r != 0]
     bullets: list[str] = []
     for text in first + kept + rest:
-        dupe = next((j for j, b in enumerate(bullets) if _similar(b, text)), None)
-        if dupe is None:
+        if not any(_similar(b, text) for b in bullets):
             bullets.append(text)
     return SummaryOutput(bullets=bullets[:cap])
 
 
 # --- the LLM ---------------------------------------------------------------------------------
 
-
 _RULES: dict[str, tuple[Callable[..., BaseModel], tuple[str, ...], tuple[str, ...]]] = {
-    # task: (rule function, required inputs, optional inputs): input names are the parameter names
+    # task: (rule, required inputs, optional inputs); input names are the rule's parameter names
     "feedback": (analyse_feedback, ("content",), ("recent_actions", "tool")),
     "objective_eval": (evaluate_objective, ("goal", "status"), ("result", "duration_s", "steps", "objective_type")),
     "reflection": (reflect_episode, ("user_text", "assistant_text"), ("success", "tools_used", "feedback")),
@@ -667,15 +654,15 @@ class OfflineLLM:
         if missing:
             raise LLMError(f"OfflineLLM needs request.inputs[{missing[0]!r}] for task {request.task!r}; "
                            "build requests with the graphmem.llm.prompts builders")
-        answer = rule(**{k: request.inputs.get(k) for k in required + optional if k in request.inputs})
+        answer = rule(**{k: request.inputs[k] for k in required + optional if k in request.inputs})
         if isinstance(answer, schema):
             return answer
         try:
             return schema.model_validate(answer.model_dump())
         except ValidationError as e:
             raise LLMValidationError(
-                f"OfflineLLM answers task {request.task!r} with {type(answer).__name__}, "
-                f"which does not validate as {schema.__name__}: {e.error_count()} error(s)"
+                f"OfflineLLM answers task {request.task!r} with {type(answer).__name__}, which does not "
+                f"validate as {schema.__name__}: {e.error_count()} error(s)"
             ) from e
 
 

@@ -225,7 +225,8 @@ def _format_actions(actions: list[dict[str, Any]]) -> str:
     lines = []
     for i, a in enumerate(actions, 1):
         tool = a.get("tool_name") or "-"
-        lines.append(f"{i}. [{a.get('kind') or 'action'}] tool={tool}: {_clip(str(a.get('content') or ''), MAX_ITEM_CHARS)}")
+        content = _clip(str(a.get("content") or ""), MAX_ITEM_CHARS)
+        lines.append(f"{i}. [{a.get('kind') or 'action'}] tool={tool}: {content}")
     return "\n".join(lines)
 
 
@@ -262,7 +263,7 @@ def feedback_request(content: str, recent_actions: list[dict[str, Any]], tool: s
     prompt = FEEDBACK_PROMPT.format(
         content=fence("message", content),
         recent_actions=fence("recent-actions", _format_actions(actions)),
-        tool=tool or "(none)",
+        tool=_clip(tool, 100) if tool else "(none)",
     )
     return LLMRequest(
         task="feedback",
@@ -294,8 +295,8 @@ def objective_eval_request(
     items = _check_items("steps", steps)
     prompt = EVALUATION_PROMPT.format(
         goal=fence("goal", goal),
-        objective_type=objective_type or "(unknown)",
-        status=status,
+        objective_type=_clip(objective_type, 100) if objective_type else "(unknown)",
+        status=_clip(status, 100),
         duration=_format_duration(duration_s),
         steps=fence("steps", _format_steps(items)),
         result=fence("result", result),
@@ -334,7 +335,7 @@ def reflection_request(
         user_text=fence("user-text", user_text),
         assistant_text=fence("assistant-text", assistant_text),
         outcome=outcome,
-        tools_used=", ".join(tools) or "(none)",
+        tools_used=_clip(", ".join(tools), 500) or "(none)",
         feedback=fence("feedback", feedback),
     )
     return LLMRequest(
@@ -360,7 +361,8 @@ def judge_request(
     reasoning: str | None,
 ) -> LLMRequest:
     """LLM-judge request (seed 002): does ``output`` meet ``criteria`` / match ``ground_truth``?"""
-    for name, value in (("judge_name", judge_name), ("criteria", criteria), ("input_text", input_text), ("output", output)):
+    named = {"judge_name": judge_name, "criteria": criteria, "input_text": input_text, "output": output}
+    for name, value in named.items():
         _check_str(name, value)
     _check_str("ground_truth", ground_truth, optional=True)
     _check_str("reasoning", reasoning, optional=True)

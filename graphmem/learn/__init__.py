@@ -1,0 +1,1 @@
+"""Learning: feedback extraction, objective evaluation, reflection, judges, curator, actionability."""

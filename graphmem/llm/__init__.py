@@ -1,0 +1,53 @@
+"""LLM access for graphmem: the :class:`LLM` protocol, its request, its output models, two LLMs.
+
+- :class:`OfflineLLM`: deterministic, rule-based, no network; the embedded default and what tests use.
+- :class:`AnthropicLLM`: Anthropic's Messages API with forced structured output (tool use).
+
+Prompt texts and the request builders live in :mod:`graphmem.llm.prompts`. Importing this package
+creates no client and reads no environment variable.
+"""
+
+from graphmem.llm.anthropic_llm import AnthropicLLM
+from graphmem.llm.base import LLM, TASKS, LLMRequest, Task
+from graphmem.llm.offline import OfflineLLM
+from graphmem.llm.prompts import (
+    feedback_request,
+    judge_request,
+    objective_eval_request,
+    reflection_request,
+    reflector_request,
+    summary_request,
+)
+from graphmem.llm.schemas import (
+    EpisodeReflection,
+    EvaluationLearning,
+    FeedbackAnalysis,
+    JudgeVerdict,
+    ObjectiveEvaluation,
+    ReflectorBullet,
+    ReflectorOutput,
+    SummaryOutput,
+)
+
+__all__ = [
+    "LLM",
+    "TASKS",
+    "AnthropicLLM",
+    "EpisodeReflection",
+    "EvaluationLearning",
+    "FeedbackAnalysis",
+    "JudgeVerdict",
+    "LLMRequest",
+    "ObjectiveEvaluation",
+    "OfflineLLM",
+    "ReflectorBullet",
+    "ReflectorOutput",
+    "SummaryOutput",
+    "Task",
+    "feedback_request",
+    "judge_request",
+    "objective_eval_request",
+    "reflection_request",
+    "reflector_request",
+    "summary_request",
+]
