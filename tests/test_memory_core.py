@@ -314,3 +314,15 @@ def test_learnings_filters_validate(mem: Memory) -> None:
         mem.learnings(status="on")
     with pytest.raises(InvalidInputError, match="limit"):
         mem.learnings(limit=0)
+
+
+def test_learning_links_to_its_source_event_and_objective(mem: Memory) -> None:
+    objective = mem.start_objective("Send the Q3 report", objective_type="email")
+    event = mem.record_event("message", "Use the new template", role="user", objective_id=objective.id)
+    learning = mem.add_learning("Use the new report template", source_event_id=event.id, objective_id=objective.id)
+    rows = mem.cypher(
+        "MATCH (l:Learning {id: $id})-[:DERIVED_FROM]->(e:Event), (l)-[:FOR_OBJECTIVE]->(o:Objective) "
+        "RETURN e.id AS event, o.id AS objective",
+        {"id": learning.id},
+    )
+    assert rows == [{"event": event.id, "objective": objective.id}]

@@ -97,12 +97,12 @@ class LearningStore(KuzuBase):
         if links.objective_id:
             self.write(
                 "MATCH (l:Learning {id: $id}), (o:Objective {id: $oid}) MERGE (l)-[:FOR_OBJECTIVE]->(o)",
-                {**p, "oid": links.objective_id},
+                {"id": learning_id, "oid": links.objective_id},
             )
         if links.source_event_id:
             self.write(
                 "MATCH (l:Learning {id: $id}), (e:Event {id: $eid}) MERGE (l)-[:DERIVED_FROM]->(e)",
-                {**p, "eid": links.source_event_id},
+                {"id": learning_id, "eid": links.source_event_id},
             )
         self._relate(links.topics, links.entities)
 

@@ -1,0 +1,370 @@
+"""Latency and scale benchmark for ``Memory.context()`` (issue 4).
+
+    python -m benchmarks.scale [--sizes 1000 10000 100000] [--queries 200] \
+        [--json-out benchmarks/results/scale.json] [--embedder minilm|hash]
+
+For each size it generates learnings deterministically (templates over tools, entities, topics,
+five users, a few canary/candidate/disabled/archived ones), embeds them with the bundled MiniLM
+(cached in benchmarks/results/emb_<embedder>_<n>_<seed>.npy, so reruns skip the minutes of
+embedding), bulk-loads a fresh Kùzu file, and measures:
+
+- open: opening the file and rebuilding the catalog (matrix + columns);
+- context(): p50/p95/mean over ``--queries`` queries (query embedding included, Application
+  recorded), throughput, and the p50 of each stage;
+- embed: the p50 of embedding the same query texts alone, and context p50 / embed p50;
+- ingest: learnings/s through add_learning (one at a time) and add_learnings (batches of 100);
+- peak RSS of the process.
+
+The machine may be shared: treat figures as indicative and rerun on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+TOOLS = [
+    "send_email", "search_web", "create_ticket", "schedule_meeting", "write_code", "query_crm",
+    "post_slack", "book_travel", "generate_report", "update_spreadsheet", "translate_text",
+    "summarize_doc", "file_expense", "deploy_service", "run_tests", "review_pr", "draft_contract",
+    "order_supplies", "call_api", "publish_blog",
+]
+FIRST = [
+    "Dana", "Ravi", "Mei", "Omar", "Lena", "Tomas", "Aisha", "Kenji", "Sofia", "Lukas", "Priya",
+    "Mateo", "Hana", "Jonas", "Amara", "Felix", "Nadia", "Oscar", "Yuki", "Elena",
+]
+ORGS = [
+    "Acme", "Globex", "Initech", "Umbrella", "Hooli", "Stark", "Wayne", "Wonka", "Tyrell",
+    "Cyberdyne", "Soylent", "Vandelay", "Pied Piper", "Aperture", "Massive Dynamic", "Oscorp",
+    "Gringotts", "Monarch", "Nakatomi", "Dunder Mifflin",
+]
+TOPICS = [
+    "email style", "tone", "formatting", "pricing", "security", "deadlines", "travel policy",
+    "code review", "testing", "deployment", "budget", "legal", "onboarding", "customer support",
+    "data privacy", "meeting etiquette", "reporting", "accessibility", "localization", "billing",
+    "performance", "documentation", "hiring", "vendor management", "incident response",
+    "branding", "social media", "analytics", "compliance", "scheduling",
+]
+RULES = [
+    "{p} at {o} prefers {fmt} when using {tool}",
+    "Never {bad} for {o}; {p} asked to {good} instead",
+    "Always {good} before you {verb} anything about {topic}",
+    "When {p} mentions {topic}, {good}",
+    "Keep {topic} messages to {o} under {n} {unit}",
+    "For {topic} work, {good} and avoid {badn}",
+    "{o} requires {good} for every {topic} request",
+    "Check {topic} guidelines with {p} before calling {tool}",
+    "Use {fmt} for {topic} updates sent to {o}",
+    "Do not {bad} when {p} is on the thread",
+]
+FMT = ["bullet points", "a short summary first", "plain text", "a table", "numbered steps", "bold headings"]
+GOOD = [
+    "confirm the time zone", "cc the account manager", "attach the latest invoice",
+    "link the design doc", "state the deadline explicitly", "ask for written approval",
+    "double-check the figures", "use the shared template", "mention the ticket number",
+    "summarise the decision",
+]
+BAD = [
+    "send attachments over 10 MB", "use exclamation marks", "promise delivery dates",
+    "share internal pricing", "schedule before 9am", "reply-all", "paste raw logs",
+    "use first names only", "mention competitors", "skip the greeting",
+]
+BADN = ["jargon", "long paragraphs", "passive voice", "vague estimates", "emoji", "acronyms"]
+VERB = ["send", "publish", "deploy", "book", "sign", "announce"]
+UNIT = ["paragraphs", "sentences", "bullets", "lines"]
+QUERIES = [
+    "Email {p} at {o} about the {topic} changes",
+    "Draft a note to {o} regarding {topic}",
+    "What should I know before I {verb} the {topic} update?",
+    "Prepare the {topic} summary for {p}",
+    "{p} asked for help with {topic}",
+    "Schedule time with {o} to review {topic}",
+    "Reply to {p} about the invoice",
+    "Write the weekly report",
+]
+USERS = ["alice", "bob", "carol", "dave", "erin"]
+
+
+def entities() -> list[str]:
+    """People and organisations (400 people × ORGS)."""
+    people = [f"{f} {chr(65 + i % 26)}." if i >= len(FIRST) else f for i, f in enumerate(FIRST * 20)]
+    return list(dict.fromkeys(people)) + ORGS
+
+
+def generate(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``n`` learning specs; the first k of generate(n) equal generate(k) (same seed)."""
+    rng = np.random.default_rng(seed)
+    ents = entities()
+    people = [e for e in ents if e not in ORGS]
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        tool = TOOLS[int(rng.integers(len(TOOLS)))]
+        p = people[int(rng.zipf(1.6) - 1) % len(people)]
+        o = ORGS[int(rng.integers(len(ORGS)))]
+        topic = TOPICS[int(rng.zipf(1.4) - 1) % len(TOPICS)]
+        text = RULES[int(rng.integers(len(RULES)))].format(
+            p=p, o=o, tool=tool, topic=topic, fmt=FMT[int(rng.integers(len(FMT)))],
+            good=GOOD[int(rng.integers(len(GOOD)))], bad=BAD[int(rng.integers(len(BAD)))],
+            badn=BADN[int(rng.integers(len(BADN)))], verb=VERB[int(rng.integers(len(VERB)))],
+            n=int(rng.integers(2, 9)), unit=UNIT[int(rng.integers(len(UNIT)))],
+        )
+        r = rng.random()
+        status = "active" if r < 0.85 else "canary" if r < 0.9 else "candidate" if r < 0.95 else "disabled"
+        out.append({
+            "content": f"{text} (#{i})",
+            "user": USERS[int(rng.integers(len(USERS)))],
+            "shared": bool(rng.random() < 0.02),
+            "tool": tool if rng.random() < 0.8 else None,
+            "entities": sorted({p, o}) if rng.random() < 0.7 else [p],
+            "topics": [topic],
+            "status": status,
+            "tier": "archive" if rng.random() < 0.03 else "active",
+            "helpful": int(rng.poisson(2)),
+            "harmful": int(rng.poisson(1)),
+            "confidence": float(np.round(rng.uniform(0.3, 0.95), 2)),
+        })
+    return out
+
+
+def queries(count: int, seed: int = 1) -> list[dict[str, Any]]:
+    """Query texts with a tool half the time and an explicit entity a third of the time."""
+    rng = np.random.default_rng(seed)
+    people = [e for e in entities() if e not in ORGS]
+    out = []
+    for _ in range(count):
+        p = people[int(rng.integers(60))]
+        o = ORGS[int(rng.integers(len(ORGS)))]
+        topic = TOPICS[int(rng.integers(len(TOPICS)))]
+        text = QUERIES[int(rng.integers(len(QUERIES)))].format(p=p, o=o, topic=topic, verb=VERB[int(rng.integers(len(VERB)))])
+        out.append({
+            "query": text,
+            "tool": TOOLS[int(rng.integers(len(TOOLS)))] if rng.random() < 0.5 else None,
+            "entities": [p] if rng.random() < 0.33 else [],
+        })
+    return out
+
+
+def make_embedder(name: str) -> Any:
+    """The embedder under test."""
+    from graphmem.embed import HashEmbedder, SentenceTransformerEmbedder
+
+    return HashEmbedder() if name == "hash" else SentenceTransformerEmbedder(batch_size=128)
+
+
+def embeddings(specs: list[dict[str, Any]], embedder: Any, tag: str, seed: int, limit: int = 0) -> np.ndarray:
+    """Embeddings of the specs' texts, cached on disk (a larger cached run's prefix is reused).
+
+    With ``limit`` > 0 only the first ``limit`` texts are embedded by the model; row i ≥ limit
+    reuses row i % limit plus small deterministic noise (re-normalised). Latency does not depend
+    on the vectors' values, and embedding 100k texts with MiniLM on a busy 2-core machine takes
+    close to an hour; pass --corpus-embed-limit 0 to embed everything.
+    """
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    n = len(specs)
+    m = min(n, limit) if limit > 0 else n
+    base = None
+    for path in sorted(RESULTS.glob(f"emb_{tag}_*_{seed}.npy")):
+        if int(path.stem.split("_")[2]) >= m:
+            base = np.load(path, mmap_mode="r")[:m].copy()
+            break
+    if base is None:
+        t = time.perf_counter()
+        base = np.zeros((m, embedder.dim), dtype=np.float32)
+        step = 1024
+        for start in range(0, m, step):
+            base[start : start + step] = embedder.embed([s["content"] for s in specs[start : start + step]])
+            print(f"  embedded {min(m, start + step)}/{m} ({time.perf_counter() - t:.0f} s)", flush=True)
+        np.save(RESULTS / f"emb_{tag}_{m}_{seed}.npy", base)
+    if m == n:
+        return base
+    rng = np.random.default_rng(seed + 1)
+    out = np.empty((n, base.shape[1]), dtype=np.float32)
+    out[:m] = base
+    for start in range(m, n, m):
+        stop = min(n, start + m)
+        block = base[: stop - start] + rng.normal(0, 0.02, (stop - start, base.shape[1])).astype(np.float32)
+        out[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    return out
+
+
+def build(path: Path, specs: list[dict[str, Any]], vectors: np.ndarray, embedder: Any) -> float:
+    """A fresh database file holding the specs (bulk COPY + RELATED co-occurrence edges)."""
+    from graphmem.models import Learning
+    from graphmem.store import KuzuGraphStore
+
+    t = time.perf_counter()
+    base = time.time() - 200 * 86400
+    learnings = []
+    for i, s in enumerate(specs):
+        when = _utc(base + i * (180 * 86400 / max(1, len(specs))))
+        learnings.append(Learning(
+            user_id=s["user"], shared=s["shared"], content=s["content"], tool=s["tool"],
+            entities=s["entities"], topics=s["topics"], status=s["status"], tier=s["tier"],
+            canary_allocation=0.2 if s["status"] == "canary" else 1.0, helpful=s["helpful"],
+            harmful=s["harmful"], confidence=s["confidence"], created_at=when, updated_at=when,
+        ))
+    store = KuzuGraphStore(path, dim=embedder.dim, embedder_name=embedder.name)
+    try:
+        store.bulk_insert_learnings(learnings, vectors)
+        pairs: dict[tuple[str, str, str, str], int] = {}
+        for l in learnings:
+            names = [("Topic", x) for x in l.topics] + [("Entity", x) for x in l.entities]
+            for a in range(len(names)):
+                for b in range(a + 1, len(names)):
+                    key = (names[a][0], names[a][1], names[b][0], names[b][1])
+                    pairs[key] = pairs.get(key, 0) + 1
+        store.bulk_insert_related([(*k, w) for k, w in pairs.items()])
+    finally:
+        store.close()
+    return time.perf_counter() - t
+
+
+def _utc(ts: float) -> Any:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) of values."""
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+def measure(size: int, n_queries: int, embedder: Any, tag: str, seed: int, workdir: Path, limit: int = 0) -> dict[str, Any]:
+    """Build a file of ``size`` learnings and measure it."""
+    from graphmem import Memory, Settings
+
+    print(f"[{size}] generating and embedding", flush=True)
+    specs = generate(size, seed)
+    t = time.perf_counter()
+    vectors = embeddings(specs, embedder, tag, seed, limit)
+    embed_s = time.perf_counter() - t
+    path = workdir / f"scale_{size}.kuzu"
+    for p in (path, Path(str(path) + ".wal")):
+        if p.exists():
+            p.unlink()
+    build_s = build(path, specs, vectors, embedder)
+    print(f"[{size}] built in {build_s:.1f} s; opening", flush=True)
+    t = time.perf_counter()
+    mem = Memory(path, user="alice", embedder=embedder, settings=Settings())
+    open_s = time.perf_counter() - t
+    try:
+        qs = queries(n_queries + 20)
+        for q in qs[:20]:  # warm-up: model, Kùzu caches, name index
+            mem.context(q["query"], tool=q["tool"], entities=q["entities"])
+        totals: list[float] = []
+        stages: dict[str, list[float]] = {}
+        shown = 0
+        t_all = time.perf_counter()
+        for q in qs[20:]:
+            t = time.perf_counter()
+            ctx = mem.context(q["query"], tool=q["tool"], entities=q["entities"])
+            totals.append((time.perf_counter() - t) * 1e3)
+            shown += len(ctx.learnings)
+            for k, v in ctx.timings_ms.items():
+                stages.setdefault(k, []).append(v)
+        wall = time.perf_counter() - t_all
+        embed_alone = []
+        for q in qs[20:]:
+            t = time.perf_counter()
+            embedder.embed([q["query"]])
+            embed_alone.append((time.perf_counter() - t) * 1e3)
+        t = time.perf_counter()
+        for i in range(50):
+            mem.add_learning(f"Benchmark single learning {i} about {TOPICS[i % len(TOPICS)]}", tool=TOOLS[i % len(TOOLS)], entities=[FIRST[i % len(FIRST)]])
+        single_rate = 50 / (time.perf_counter() - t)
+        batch = [{"content": f"Benchmark batch learning {i} on {TOPICS[i % len(TOPICS)]}", "tool": TOOLS[i % len(TOOLS)], "topics": [TOPICS[i % len(TOPICS)]]} for i in range(200)]
+        t = time.perf_counter()
+        for start in range(0, len(batch), 100):
+            mem.add_learnings(batch[start : start + 100])
+        batch_rate = len(batch) / (time.perf_counter() - t)
+    finally:
+        mem.close()
+    ctx_p50, emb_p50 = pct(totals, 50), pct(embed_alone, 50)
+    return {
+        "learnings": size,
+        "embed_corpus_s": round(embed_s, 1),
+        "corpus_embedded_by_model": min(size, limit) if limit > 0 else size,
+        "build_s": round(build_s, 2),
+        "open_s": round(open_s, 3),
+        "context_p50_ms": round(ctx_p50, 2),
+        "context_p95_ms": round(pct(totals, 95), 2),
+        "context_mean_ms": round(statistics.fmean(totals), 2),
+        "context_per_s": round(len(totals) / wall, 1),
+        "embed_query_p50_ms": round(emb_p50, 2),
+        "context_over_embed": round(ctx_p50 / emb_p50, 2) if emb_p50 else None,
+        "stage_p50_ms": {k: round(pct(v, 50), 2) for k, v in stages.items()},
+        "avg_learnings_shown": round(shown / max(1, len(totals)), 2),
+        "add_learning_per_s": round(single_rate, 1),
+        "add_learnings_per_s": round(batch_rate, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    """The results as a rich table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="graphmem context() scale benchmark")
+    cols = [
+        ("learnings", "learnings"), ("open_s", "open s"), ("context_p50_ms", "p50 ms"),
+        ("context_p95_ms", "p95 ms"), ("context_per_s", "ctx/s"), ("embed_query_p50_ms", "embed p50 ms"),
+        ("context_over_embed", "ctx/embed"), ("add_learning_per_s", "add/s"),
+        ("add_learnings_per_s", "batch add/s"), ("peak_rss_mb", "peak RSS MB"),
+    ]
+    for _, title in cols:
+        table.add_column(title, justify="right")
+    for r in results:
+        table.add_row(*[str(r[k]) for k, _ in cols])
+    Console().print(table)
+    for r in results:
+        print(f"  {r['learnings']}: stage p50 ms {r['stage_p50_ms']}")
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """Run the benchmark from the command line."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
+    ap.add_argument("--json-out", type=Path, default=None)
+    ap.add_argument("--corpus-embed-limit", type=int, default=10000,
+                    help="Embed at most this many corpus texts with the model; larger corpora reuse them with noise (0: all).")
+    ap.add_argument("--embed-only", action="store_true", help="Only fill the embedding cache.")
+    args = ap.parse_args(argv)
+    embedder = make_embedder(args.embedder)
+    if args.embed_only:
+        embeddings(generate(max(args.sizes), args.seed), embedder, args.embedder, args.seed, args.corpus_embed_limit)
+        return []
+    workdir = Path(tempfile.mkdtemp(prefix="graphmem-scale-"))
+    results = []
+    try:
+        for size in args.sizes:
+            results.append(measure(size, args.queries, embedder, args.embedder, args.seed, workdir, args.corpus_embed_limit))
+            print(json.dumps(results[-1]), flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print_table(results)
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"cpu_count": os.cpu_count(), "embedder": args.embedder, "queries": args.queries, "results": results}
+        args.json_out.write_text(json.dumps(payload, indent=2) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""Candidate generation: who may be returned (filters), and three ranked candidate lists.
+
+- :func:`eligible_mask`: vectorised filters over the catalog's columns (user, status with
+  canary sampling, tier, superseded, TTL).
+- :func:`vector_candidates`: exact cosine over the catalog's unit-vector matrix.
+- :func:`fulltext_candidates`: BM25 through Kùzu's full-text index.
+- :func:`graph_candidates`: one hop from the query's tool/entities/topics/objective type, then a
+  capped, decayed second hop through RELATED entity/topic neighbours.
+- :class:`NameIndex`: links entity and topic names written in the query text to graph nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from graphmem.config import Settings
+from graphmem.store.catalog import STATUS_CODE, TIER_CODE, LearningCatalog
+from graphmem.store.text import search_text
+
+if TYPE_CHECKING:
+    from graphmem.store.retrieval import RetrievalStore
+
+_ACTIVE = STATUS_CODE["active"]
+_CANARY = STATUS_CODE["canary"]
+_ARCHIVE = TIER_CODE["archive"]
+_WORD = re.compile(r"[\w][\w'&.-]*", re.UNICODE)
+
+
+class UserColumn:
+    """A cached boolean column "row belongs to user U", rebuilt only when the catalog changed."""
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] | None = None
+        self._mask = np.zeros(0, dtype=bool)
+
+    def mask(self, catalog: LearningCatalog, user: str) -> np.ndarray:
+        """True where the row's learning belongs to ``user``."""
+        n = len(catalog)
+        key = (id(catalog.user), n, catalog.ids[-1] if n else None, catalog.ids[0] if n else None, user)
+        if key != self._key:
+            self._mask = np.fromiter((u == user for u in catalog.user[:n]), dtype=bool, count=n)
+            self._key = key
+        return self._mask
+
+
+def eligible_mask(
+    catalog: LearningCatalog,
+    user_rows: np.ndarray,
+    now_ts: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Rows that may be returned now.
+
+    The user's own learnings plus shared ones; status active, or canary when a draw from
+    ``rng`` falls under its canary_allocation (seed 000); never shadow, candidate or disabled;
+    tier not archive; not superseded; not past its TTL (expires_at > now).
+    """
+    n = len(catalog)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    status = catalog.col("status")
+    mask = user_rows | (catalog.col("shared") > 0)
+    mask &= catalog.col("tier") != _ARCHIVE
+    mask &= catalog.col("superseded") == 0
+    mask &= catalog.col("expires_at") > now_ts
+    live = status == _ACTIVE
+    canary = np.flatnonzero(mask & (status == _CANARY))
+    if canary.size:
+        draws = rng.random(canary.size)
+        live[canary[draws < catalog.col("canary_allocation")[canary]]] = True
+    return mask & live
+
+
+def vector_candidates(
+    catalog: LearningCatalog, query_vector: np.ndarray | None, mask: np.ndarray, n: int
+) -> tuple[list[int], np.ndarray | None]:
+    """Top-``n`` eligible rows by cosine, best first, and the cosine of every row (or None)."""
+    if query_vector is None or len(catalog) == 0 or n <= 0:
+        return [], None
+    sims = catalog.vectors.cosine(query_vector)
+    masked = np.where(mask, sims, -np.inf)
+    k = min(n, int(mask.sum()))
+    if k <= 0:
+        return [], sims
+    top = np.argpartition(-masked, k - 1)[:k]
+    top = top[np.argsort(-masked[top], kind="stable")]
+    return [int(r) for r in top], sims
+
+
+def fulltext_candidates(
+    store: RetrievalStore, catalog: LearningCatalog, query: str, mask: np.ndarray, n: int
+) -> list[tuple[int, float]]:
+    """Eligible rows matching the query's words (BM25), best first: (row, bm25 score).
+
+    Asks the index for 4×n hits so that filtering out other users' rows rarely starves the list.
+    """
+    normalised = search_text(query)
+    if not normalised or n <= 0:
+        return []
+    rows = catalog.vectors.rows
+    out: list[tuple[int, float]] = []
+    for ident, score in store.fulltext_learnings(normalised, 4 * n):
+        row = rows.get(ident)
+        if row is not None and mask[row]:
+            out.append((row, score))
+            if len(out) >= n:
+                break
+    return out
+
+
+@dataclass
+class GraphHit:
+    """A graph candidate: accumulated path weight and the paths that reached it."""
+
+    weight: float = 0.0
+    paths: list[str] = field(default_factory=list)
+
+
+def graph_candidates(
+    store: RetrievalStore,
+    catalog: LearningCatalog,
+    anchors: dict[str, list[str]],
+    mask: np.ndarray,
+    settings: Settings,
+    linked: frozenset[tuple[str, str]] = frozenset(),
+    pool: Sequence[str] = (),
+) -> dict[int, GraphHit]:
+    """Eligible rows reachable from the anchors, with path weights and readable paths.
+
+    One hop (learning → tool/entity/topic/objective type named by the caller or in the query)
+    weighs 1 per anchor reached. The second hop goes anchor entity/topic → RELATED neighbour →
+    learning, weighs ``graph_hop_decay``, takes at most ``graph_fanout_cap`` neighbours (the
+    heaviest co-occurrences) and at most ``graph_fanout_cap`` learnings from any one neighbour.
+    ``linked`` marks anchors found in the query text rather than passed by the caller. At most
+    ``graph_anchor_cap`` learnings come from any one anchor, plus its learnings in ``pool`` (ids
+    the vector and full-text signals found).
+    """
+    hits: dict[int, GraphHit] = {}
+    rows = catalog.vectors.rows
+
+    def add(ident: str, weight: float, path: str) -> None:
+        row = rows.get(ident)
+        if row is None or not mask[row]:
+            return
+        hit = hits.setdefault(row, GraphHit())
+        if path not in hit.paths:
+            hit.weight += weight
+            hit.paths.append(path)
+
+    for ident, kind, name in store.one_hop_learnings(anchors, settings.graph_anchor_cap, pool):
+        label = kind.replace("_", " ")
+        suffix = " (named in query)" if (kind, name) in linked else ""
+        add(ident, 1.0, f"via {label} {name}{suffix}")
+    cap = settings.graph_fanout_cap
+    decay = settings.graph_hop_decay
+    entities, topics = anchors.get("entity", []), anchors.get("topic", [])
+    if decay > 0 and cap > 0 and (entities or topics):
+        width = min(cap, settings.graph_second_hop_neighbours)
+        anchor_set = {("entity", e) for e in entities} | {("topic", t) for t in topics}
+        neighbours = [
+            nb
+            for nb in store.related_neighbours(entities, topics, width + len(anchor_set))
+            if (nb[0], nb[1]) not in anchor_set
+        ][:width]
+        via: dict[tuple[str, str], tuple[str, str]] = {}
+        for kind, name, via_kind, via_name, _w in neighbours:
+            via.setdefault((kind, name), (via_kind, via_name))
+        for ident, kind, name in store.second_hop_learnings(list(via), cap):
+            via_kind, via_name = via[(kind, name)]
+            add(ident, decay, f"2 hops via {via_kind} {via_name} → {kind} {name}")
+    return hits
+
+
+class NameIndex:
+    """Entity and topic names, lowercased, for linking names written in the query text.
+
+    Loaded on first use (one query per label) and refreshed only when the catalogs grew since
+    (a count query per label; reloaded when the count changed). Names passed to ``note`` (for
+    example the caller's entities) are added at once.
+    """
+
+    MAX_WORDS = 4
+
+    def __init__(self) -> None:
+        self._names: dict[str, dict[str, str]] = {"entity": {}, "topic": {}}
+        self._counts: dict[str, int] = {}
+        self._generation: tuple[int, int] | None = None
+
+    def refresh(self, store: RetrievalStore) -> None:
+        """Reload from the graph if learnings or events were added since the last look."""
+        generation = (len(store.learning_catalog), len(store.event_catalog))
+        if generation == self._generation:
+            return
+        for kind, label in (("entity", "Entity"), ("topic", "Topic")):
+            count = store.count_nodes(label)
+            if count != self._counts.get(kind):
+                self._names[kind] = {n.lower(): n for n in store.node_names(label)}
+                self._counts[kind] = count
+        self._generation = generation
+
+    def note(self, kind: str, names: list[str]) -> None:
+        """Remember names known to exist (e.g. just written)."""
+        table = self._names.setdefault(kind, {})
+        for n in names:
+            table.setdefault(n.lower(), n)
+
+    def find(self, text: str) -> dict[str, list[str]]:
+        """The entity and topic names that occur in ``text`` as whole words (case-insensitive)."""
+        words = [w.strip(".'-").lower() for w in _WORD.findall(text)]
+        words = [w[:-2] if w.endswith("'s") else w for w in words if w]
+        found: dict[str, list[str]] = {"entity": [], "topic": []}
+        if not words:
+            return found
+        for size in range(1, self.MAX_WORDS + 1):
+            for i in range(len(words) - size + 1):
+                phrase = " ".join(words[i : i + size])
+                for kind, table in self._names.items():
+                    name = table.get(phrase)
+                    if name is not None and name not in found[kind]:
+                        found[kind].append(name)
+        return found

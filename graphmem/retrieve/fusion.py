@@ -1,0 +1,114 @@
+"""Fusion and re-ranking: weighted reciprocal-rank fusion, the quality prior, MMR diversity.
+
+All functions are pure numpy over catalog rows; the weights come from :class:`Settings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from graphmem.config import Settings
+from graphmem.store.catalog import TIER_CODE, LearningCatalog
+
+_PINNED = TIER_CODE["pinned"]
+
+
+def rrf(lists: Mapping[str, Sequence[int]], weights: Mapping[str, float], k: int) -> dict[int, float]:
+    """Weighted reciprocal-rank fusion: score(row) = Σ_list weight / (k + rank), rank from 1."""
+    fused: dict[int, float] = {}
+    for name, rows in lists.items():
+        w = weights.get(name, 1.0)
+        if w == 0:
+            continue
+        for rank, row in enumerate(rows, start=1):
+            fused[row] = fused.get(row, 0.0) + w / (k + rank)
+    return fused
+
+
+def quality_prior(
+    catalog: LearningCatalog,
+    rows: np.ndarray,
+    now_ts: float,
+    settings: Settings,
+    rng: np.random.Generator | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row quality in [0, 1], its success estimate, and the recency factor.
+
+    success: the Beta(helpful+1, harmful+1) posterior mean, or a draw from it when ``rng`` is
+    given (Thompson sampling, seed 002). quality = ½·success + ¼·confidence + ¼·recency, where
+    recency = 0.5 ** (days since last update / recency_half_life_days).
+    """
+    helpful = catalog.col("helpful")[rows]
+    harmful = catalog.col("harmful")[rows]
+    if rng is not None:
+        success = rng.beta(helpful + 1.0, harmful + 1.0)
+    else:
+        success = (helpful + 1.0) / (helpful + harmful + 2.0)
+    confidence = catalog.col("confidence")[rows]
+    age_days = np.maximum(0.0, (now_ts - catalog.col("updated_at")[rows]) / 86400.0)
+    half_life = max(settings.recency_half_life_days, 1e-9)
+    recency = np.power(0.5, np.nan_to_num(age_days, nan=0.0) / half_life)
+    quality = 0.5 * success + 0.25 * confidence + 0.25 * recency
+    return quality, success, recency
+
+
+def blend(
+    relevance: np.ndarray,
+    quality: np.ndarray,
+    pinned: np.ndarray,
+    settings: Settings,
+    thompson: np.ndarray | None = None,
+) -> np.ndarray:
+    """Final scores from normalised relevance (max 1) and quality (seed 002 stage 4).
+
+    Without Thompson sampling: (semantic_weight·relevance + quality_weight·quality) divided by
+    the two weights' sum; with it, thompson_weight·draw is added and the three weights share the
+    divisor. Pinned learnings get ``pinned_boost`` on top.
+    """
+    ws, wq = settings.semantic_weight, settings.quality_weight
+    score = ws * relevance + wq * quality
+    total = ws + wq
+    if thompson is not None:
+        score = score + settings.thompson_weight * thompson
+        total += settings.thompson_weight
+    score = score / total if total > 0 else relevance
+    return score + np.where(pinned, settings.pinned_boost, 0.0)
+
+
+def mmr(
+    vectors: np.ndarray, scores: np.ndarray, k: int, lam: float
+) -> tuple[list[int], list[float]]:
+    """Maximal marginal relevance over unit vectors (seed 002 stage 5).
+
+    Greedily picks ``k`` indices maximising lam·score − (1−lam)·max cosine to those already
+    picked; returns the picked indices and each one's redundancy (that max cosine, 0 for the
+    first). lam = 1 keeps the score order.
+    """
+    n = len(scores)
+    k = min(k, n)
+    if k <= 0:
+        return [], []
+    if lam >= 1.0 or n == 1:
+        order = list(np.argsort(-scores, kind="stable")[:k])
+        return [int(i) for i in order], [0.0] * len(order)
+    sims = vectors @ vectors.T
+    max_sim = np.zeros(n)
+    picked: list[int] = []
+    redundancy: list[float] = []
+    available = np.ones(n, dtype=bool)
+    for _ in range(k):
+        value = lam * scores - (1.0 - lam) * max_sim
+        value[~available] = -np.inf
+        i = int(np.argmax(value))
+        picked.append(i)
+        redundancy.append(float(max_sim[i]))
+        available[i] = False
+        max_sim = np.maximum(max_sim, sims[i])
+    return picked, redundancy
+
+
+def is_pinned(catalog: LearningCatalog, rows: np.ndarray) -> np.ndarray:
+    """True where the row's tier is pinned."""
+    return np.asarray(catalog.col("tier")[rows] == _PINNED)

@@ -1,0 +1,234 @@
+"""The ranking pipeline shared by ``Memory.context()`` and ``Memory.search(over="learnings")``.
+
+filters → candidates (vector, full-text, graph) → weighted RRF → quality prior (optional
+Thompson draw) → MMR diversity → full rows fetched for the winners only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from graphmem.config import Settings
+from graphmem.retrieve.candidates import (
+    GraphHit,
+    NameIndex,
+    UserColumn,
+    eligible_mask,
+    fulltext_candidates,
+    graph_candidates,
+    vector_candidates,
+)
+from graphmem.retrieve.context import ScoredLearning
+from graphmem.retrieve.fusion import blend, is_pinned, mmr, quality_prior, rrf
+from graphmem.store.catalog import LearningCatalog, _ts
+
+if TYPE_CHECKING:
+    from graphmem.store import KuzuGraphStore
+
+
+class Retriever:
+    """Per-Memory retrieval state: the name index, the cached user column, the seeded RNG.
+
+    The RNG (``Settings.random_seed``) drives canary sampling and Thompson draws, so a fresh
+    Memory with the same seed and the same calls makes the same choices.
+    """
+
+    def __init__(self, store: KuzuGraphStore, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+        self.names = NameIndex()
+        self.users = UserColumn()
+        self.rng = np.random.default_rng(settings.random_seed)
+        self.timings_ms: dict[str, float] = {}
+
+    def rank(
+        self,
+        *,
+        user: str,
+        query: str,
+        query_vector: np.ndarray | None,
+        now: datetime,
+        limit: int,
+        tool: str | None = None,
+        entities: Sequence[str] = (),
+        topics: Sequence[str] = (),
+        objective_type: str | None = None,
+        link_names: bool = True,
+    ) -> list[ScoredLearning]:
+        """The best ``limit`` eligible learnings for the query and anchors, best first.
+
+        ``query_vector`` None skips the vector signal (e.g. empty query text). Entities and
+        topics named in ``query`` are added to the anchors when ``link_names``. With no query
+        text and no anchors, the top-quality eligible learnings come back.
+        """
+        s = self.settings
+        store = self.store
+        catalog = store.learning_catalog
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+
+        def lap(name: str) -> None:
+            nonlocal t
+            now_t = time.perf_counter()
+            timings[name] = (now_t - t) * 1000.0
+            t = now_t
+
+        now_ts = _ts(now)
+        mask = eligible_mask(catalog, self.users.mask(catalog, user), now_ts, self.rng)
+        lap("filter")
+        anchors: dict[str, list[str]] = {
+            "tool": [tool] if tool else [],
+            "entity": list(dict.fromkeys(entities)),
+            "topic": list(dict.fromkeys(topics)),
+            "objective_type": [objective_type] if objective_type else [],
+        }
+        linked: set[tuple[str, str]] = set()
+        if link_names and query.strip():
+            self.names.refresh(store)
+            for kind, found in self.names.find(query).items():
+                for name in found:
+                    if name not in anchors[kind]:
+                        anchors[kind].append(name)
+                        linked.add((kind, name))
+        lap("link")
+        n = s.candidates_per_source
+        vec_rows, sims = vector_candidates(catalog, query_vector, mask, n)
+        lap("vector")
+        ft = fulltext_candidates(store, catalog, query, mask, n) if query.strip() else []
+        lap("fulltext")
+        hits: dict[int, GraphHit] = {}
+        if any(anchors.values()):
+            pool = [catalog.ids[r] for r in vec_rows] + [catalog.ids[r] for r, _ in ft]
+            hits = graph_candidates(store, catalog, anchors, mask, s, frozenset(linked), pool)
+        graph_rows = _order_graph(hits, sims, catalog.col("score"), n)
+        lap("graph")
+
+        lists: dict[str, list[int]] = {"vector": vec_rows, "fulltext": [r for r, _ in ft], "graph": graph_rows}
+        weights = {"vector": s.weight_vector, "fulltext": s.weight_fulltext, "graph": s.weight_graph, "quality": 1.0}
+        if not any(lists.values()) and not query.strip():
+            lists["quality"] = _top_quality(catalog, mask, now_ts, s, n)
+        fused = rrf(lists, weights, s.rrf_k)
+        if not fused:
+            self.timings_ms = timings
+            return []
+        rows = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
+        rrf_scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+        relevance = rrf_scores / rrf_scores.max()
+        pinned = is_pinned(catalog, rows)
+        quality = success = recency = draws = None
+        if s.quality_prior_enabled:
+            quality, success, recency = quality_prior(catalog, rows, now_ts, s)
+            if s.thompson_sampling:
+                h, b = catalog.col("helpful")[rows], catalog.col("harmful")[rows]
+                draws = self.rng.beta(h + 1.0, b + 1.0)
+            scores = blend(relevance, quality, pinned, s, draws)
+        else:
+            scores = relevance
+        lap("fuse")
+
+        shortlist = np.argsort(-scores, kind="stable")[: max(3 * limit, 20)]
+        picked, redundancy = mmr(catalog.vectors.matrix[rows[shortlist]], scores[shortlist], limit, s.mmr_lambda)
+        chosen = [int(shortlist[i]) for i in picked]
+        lap("mmr")
+
+        ranks = {name: {row: i for i, row in enumerate(lst, start=1)} for name, lst in lists.items()}
+        bm25 = dict(ft)
+        ids = [catalog.ids[int(rows[i])] for i in chosen]
+        learnings = {l.id: l for l in store.get_learnings(ids)}
+        lap("fetch")
+        out: list[ScoredLearning] = []
+        for pos, (i, red) in enumerate(zip(chosen, redundancy), start=1):
+            row = int(rows[i])
+            learning = learnings.get(catalog.ids[row])
+            if learning is None:
+                continue
+            reasons: list[str] = []
+            signals: dict[str, float] = {"rrf": float(rrf_scores[i]), "relevance": float(relevance[i])}
+            if row in ranks["vector"]:
+                cos = float(sims[row]) if sims is not None else 0.0
+                reasons.append(f"vector {cos:.2f} (rank {ranks['vector'][row]})")
+                signals["vector"] = cos
+                signals["vector_rank"] = ranks["vector"][row]
+            elif sims is not None:
+                signals["vector"] = float(sims[row])
+            if row in ranks["fulltext"]:
+                reasons.append(f"fulltext rank {ranks['fulltext'][row]} (bm25 {bm25[row]:.2f})")
+                signals["fulltext_rank"] = ranks["fulltext"][row]
+                signals["bm25"] = bm25[row]
+            if row in hits:
+                hit = hits[row]
+                graph_rank = ranks["graph"].get(row)
+                reasons.extend(hit.paths)
+                signals["graph"] = hit.weight
+                if graph_rank:
+                    signals["graph_rank"] = graph_rank
+            if "quality" in ranks and row in ranks["quality"]:
+                reasons.append(f"top quality (no query), rank {ranks['quality'][row]}")
+            reasons.append(f"rrf {rrf_scores[i]:.4f}")
+            if quality is not None and success is not None and recency is not None:
+                n_help, n_harm = int(catalog.col("helpful")[row]), int(catalog.col("harmful")[row])
+                conf = float(catalog.col("confidence")[row])
+                reasons.append(
+                    f"quality {quality[i]:.2f} (success {success[i]:.2f} from {n_help} helpful/{n_harm} harmful, "
+                    f"confidence {conf:.2f}, recency {recency[i]:.2f})"
+                )
+                signals["quality"] = float(quality[i])
+                if draws is not None:
+                    reasons.append(f"thompson draw {draws[i]:.2f}")
+                    signals["thompson"] = float(draws[i])
+                if pinned[i]:
+                    reasons.append(f"pinned +{s.pinned_boost:.2f}")
+            if red > 0:
+                reasons.append(f"diversity: {red:.2f} similar to a higher-ranked learning")
+                signals["redundancy"] = red
+            out.append(ScoredLearning(learning=learning, score=float(scores[i]), reasons=reasons, signals=signals, rank=pos))
+        lap("explain")
+        self.timings_ms = timings
+        return out
+
+
+def _order_graph(hits: dict[int, GraphHit], sims: np.ndarray | None, score_col: np.ndarray, n: int) -> list[int]:
+    """Graph candidates ranked by path weight, then cosine to the query, then online score."""
+    if not hits:
+        return []
+    rows = np.fromiter(hits.keys(), dtype=np.int64, count=len(hits))
+    weight = np.fromiter((h.weight for h in hits.values()), dtype=np.float64, count=len(hits))
+    cos = sims[rows] if sims is not None else np.zeros(len(rows))
+    order = np.lexsort((rows, -score_col[rows], -cos, -weight))
+    return [int(r) for r in rows[order[: max(n, 1)]]]
+
+
+def _top_quality(catalog: LearningCatalog, mask: np.ndarray, now_ts: float, settings: Settings, n: int) -> list[int]:
+    """Eligible rows by quality prior, best first (the empty-query fallback)."""
+    rows = np.flatnonzero(mask)
+    if rows.size == 0:
+        return []
+    quality, _, _ = quality_prior(catalog, rows, now_ts, settings)
+    quality = quality + np.where(is_pinned(catalog, rows), settings.pinned_boost, 0.0)
+    order = np.argsort(-quality, kind="stable")[:n]
+    return [int(r) for r in rows[order]]
+
+
+def rank_learnings(
+    retriever: Retriever,
+    *,
+    user: str,
+    query: str,
+    query_vector: np.ndarray | None,
+    now: datetime,
+    limit: int,
+    tool: str | None = None,
+    entities: Sequence[str] = (),
+    topics: Sequence[str] = (),
+    objective_type: str | None = None,
+) -> list[ScoredLearning]:
+    """Functional form of :meth:`Retriever.rank` (what ``search(over="learnings")`` calls)."""
+    return retriever.rank(
+        user=user, query=query, query_vector=query_vector, now=now, limit=limit, tool=tool,
+        entities=entities, topics=topics, objective_type=objective_type,
+    )
