@@ -1,0 +1,329 @@
+"""The lifecycle cycle: windows and the status state machine, hypotheses, pruning, tiers, decay.
+
+:func:`run_cycle` (``Memory.run_cycle()``, ``graphmem cycle``) runs, in this order:
+
+1. **Windows and the state machine** (seed 000). A learning's window is the last
+   ``window_size`` outcomes of contexts that showed it. It *passes* when it holds at least
+   ``window_min_samples`` outcomes, mean quality ≥ ``promote_quality``, pass rate ≥
+   ``promote_pass_rate``, fallback rate ≤ ``promote_max_fallback_rate`` and mean regenerate
+   count ≤ ``promote_max_regenerate``; it *fails* when it holds enough outcomes and does not pass.
+   A window is only counted when it holds outcomes newer than the last counted one
+   (``Learning.window_mark``), so streaks advance at most once per new evidence per cycle.
+   Streaks: a pass sets ``pass_streak += 1, fail_streak = 0`` and a fail the reverse. Moves:
+   shadow → candidate → canary (allocation ``canary_min_allocation``) → active (allocation 1)
+   after ``promotion_streak`` passes; active → canary (allocation 0.2) → candidate after
+   ``demotion_streak`` fails; candidate | shadow → disabled after ``disable_streak`` fails.
+   A move resets the streak that caused it.
+2. **Hypothesis → belief** (seed 003 system 8): a ``hypothesis`` whose accuracy
+   helpful / (helpful + harmful) is > 0.70 over ≥ 3 outcomes becomes a ``rule`` (a belief),
+   status active, no TTL; < 0.30 over ≥ 3 is disabled with a warning.
+3. **Pruning** (seed 004): never a rule/prompt/checklist with confidence ≥ 0.9; otherwise a
+   learning past its ``ttl_days``, or with confidence < 0.3 and older than 30 days, or superseded,
+   is archived (tier archive, status disabled). Nothing is deleted.
+4. **Tiers** (seed 003 system 4): pinned when validations ≥ 10 and net positive; archive when
+   (stale: no validation for 30 days and validations < 5) or (contradictions > 0 and
+   contradictions ≥ validations) or (confidence < 0.3 and validations < 3), never before the
+   learning is 7 days old; active otherwise. Disabled learnings keep their tier.
+5. **Decay** (seed 004): confidence loses ``confidence_decay_per_day`` per day without
+   reinforcement (validation or application) after ``confidence_decay_grace_days``; pinned and
+   disabled learnings do not decay; decay never compounds (``Learning.decayed_at``).
+
+Every status/tier change goes through ``Memory._apply_changes``: version + 1 and a Transition.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from graphmem.config import Settings
+from graphmem.models import Learning, Transition
+from graphmem.store.loop import WindowOutcome
+
+if TYPE_CHECKING:
+    from graphmem.memory import Memory
+
+WindowVerdict = Literal["pass", "fail", "none"]
+RATING_QUALITY = {"good": 1.0, "okay": 0.5, "bad": 0.0}
+FALLBACK_TAGS = frozenset({"fallback"})
+REGENERATE_TAGS = frozenset({"retry", "regenerate", "try_again", "try-again"})
+PROMOTE = {"shadow": "candidate", "candidate": "canary", "canary": "active"}
+DEMOTE = {"active": "canary", "canary": "candidate"}
+NEVER_PRUNE_KINDS = frozenset({"rule", "prompt", "checklist"})
+_DAY = timedelta(days=1)
+
+
+class Change(BaseModel):
+    """One change a cycle made to a learning."""
+
+    learning_id: str
+    field: str
+    old: str
+    new: str
+    reason: str = ""
+
+
+class WindowStats(BaseModel):
+    """A learning's outcome window and its verdict."""
+
+    learning_id: str = ""
+    sample: int = 0
+    quality: float = 0.0
+    pass_rate: float = 0.0
+    fallback_rate: float = 0.0
+    regenerate: float = 0.0
+    verdict: WindowVerdict = "none"
+
+    def describe(self) -> str:
+        """A one-line account used as the transition reason."""
+        return (
+            f"window {self.verdict}: n={self.sample} quality={self.quality:.2f} "
+            f"pass_rate={self.pass_rate:.2f} fallback={self.fallback_rate:.2f} regen={self.regenerate:.2f}"
+        )
+
+
+class CycleReport(BaseModel):
+    """What one run of the cycle changed."""
+
+    started_at: datetime
+    windows: list[WindowStats] = Field(default_factory=list)
+    transitions: list[Change] = Field(default_factory=list)
+    beliefs: list[Change] = Field(default_factory=list)
+    invalidated: list[Change] = Field(default_factory=list)
+    pruned: list[Change] = Field(default_factory=list)
+    tier_changes: list[Change] = Field(default_factory=list)
+    decayed: list[Change] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        """How many changes the cycle made."""
+        return sum(len(x) for x in (self.transitions, self.beliefs, self.invalidated, self.pruned,
+                                    self.tier_changes, self.decayed))
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every change as a table row (section, learning, field, old, new, reason)."""
+        out = []
+        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed"):
+            for c in getattr(self, section):
+                out.append({"section": section, "learning": c.learning_id[:8], "field": c.field,
+                            "old": c.old, "new": c.new, "reason": c.reason})
+        return out
+
+
+# --- windows and the state machine (seed 000) --------------------------------------------------
+def outcome_quality(o: WindowOutcome) -> float:
+    """Mean of the outcome's signals: success 1 / failure 0, rating good 1 / okay 0.5 / bad 0."""
+    signals = []
+    if o.outcome in ("success", "failure"):
+        signals.append(1.0 if o.outcome == "success" else 0.0)
+    if o.rating in RATING_QUALITY:
+        signals.append(RATING_QUALITY[o.rating])
+    return sum(signals) / len(signals) if signals else 0.5
+
+
+def evaluate_window(outcomes: list[WindowOutcome], s: Settings, learning_id: str = "") -> WindowStats:
+    """The window's figures and verdict (an outcome passes when its quality is ≥ 0.5)."""
+    n = len(outcomes)
+    if n == 0:
+        return WindowStats(learning_id=learning_id)
+    qualities = [outcome_quality(o) for o in outcomes]
+    stats = WindowStats(
+        learning_id=learning_id,
+        sample=n,
+        quality=sum(qualities) / n,
+        pass_rate=sum(1 for q in qualities if q >= 0.5) / n,
+        fallback_rate=sum(1 for o in outcomes if FALLBACK_TAGS & set(o.reasons)) / n,
+        regenerate=sum(sum(1 for t in o.reasons if t in REGENERATE_TAGS) for o in outcomes) / n,
+    )
+    if n < s.window_min_samples:
+        return stats
+    passes = (
+        stats.quality >= s.promote_quality
+        and stats.pass_rate >= s.promote_pass_rate
+        and stats.fallback_rate <= s.promote_max_fallback_rate
+        and stats.regenerate <= s.promote_max_regenerate
+    )
+    return stats.model_copy(update={"verdict": "pass" if passes else "fail"})
+
+
+def step(learning: Learning, verdict: WindowVerdict, s: Settings) -> dict[str, Any]:
+    """The changes one counted window makes to a learning (streaks and maybe its status)."""
+    if verdict == "none" or learning.status == "disabled":
+        return {}
+    if verdict == "pass":
+        changes: dict[str, Any] = {"pass_streak": learning.pass_streak + 1, "fail_streak": 0}
+        if changes["pass_streak"] >= s.promotion_streak and learning.status in PROMOTE:
+            new = PROMOTE[learning.status]
+            changes.update(status=new, pass_streak=0)
+            if new == "canary":
+                changes["canary_allocation"] = s.canary_min_allocation
+            elif new == "active":
+                changes["canary_allocation"] = 1.0
+        return changes
+    changes = {"fail_streak": learning.fail_streak + 1, "pass_streak": 0}
+    streak = changes["fail_streak"]
+    if learning.status in DEMOTE and streak >= s.demotion_streak:
+        new = DEMOTE[learning.status]
+        changes.update(status=new, fail_streak=0)
+        if new == "canary":
+            changes["canary_allocation"] = s.canary_min_allocation
+    elif learning.status in ("candidate", "shadow") and streak >= s.disable_streak:
+        changes.update(status="disabled", fail_streak=0)
+    return changes
+
+
+def _windows(mem: Memory, report: CycleReport) -> None:
+    s = mem.settings
+    for lid in mem.store.learnings_with_new_outcomes(mem.user):
+        learning = mem.store.get_learning(lid)
+        outcomes = mem.store.outcome_window(lid, s.window_size)
+        if not outcomes:
+            continue
+        stats = evaluate_window(outcomes, s, lid)
+        report.windows.append(stats)
+        changes = step(learning, stats.verdict, s)
+        if changes:
+            updated = mem._apply_changes(learning, changes, reason=stats.describe())
+            if updated.status != learning.status:
+                report.transitions.append(
+                    Change(learning_id=lid, field="status", old=learning.status, new=updated.status,
+                           reason=stats.describe())
+                )
+        mem.store.set_window_mark(lid, max(o.outcome_at for o in outcomes))
+
+
+# --- hypotheses (seed 003 system 8) ------------------------------------------------------------
+def _hypotheses(mem: Memory, learnings: dict[str, Learning], report: CycleReport) -> None:
+    s = mem.settings
+    for lid, l in list(learnings.items()):
+        if l.kind != "hypothesis" or l.status == "disabled":
+            continue
+        samples = l.helpful + l.harmful
+        if samples == 0:
+            continue
+        accuracy = l.helpful / samples
+        why = f"hypothesis accuracy {accuracy:.2f} over {samples} outcomes"
+        if accuracy > s.hypothesis_promote_accuracy and samples >= s.hypothesis_promote_min_samples:
+            updated = mem._apply_changes(
+                l, {"kind": "rule", "status": "active", "ttl_days": s.ttl_days.get("rule")}, reason=why
+            )
+            with mem.store.transaction():
+                mem.store.log_transition(Transition(learning_id=lid, field="kind", old="hypothesis", new="rule",
+                                                    reason=why, version=updated.version, created_at=mem.now()))
+            report.beliefs.append(Change(learning_id=lid, field="kind", old="hypothesis", new="rule", reason=why))
+            learnings[lid] = updated
+        elif accuracy < s.hypothesis_invalidate_accuracy and samples >= s.hypothesis_invalidate_min_samples:
+            learnings[lid] = mem._apply_changes(l, {"status": "disabled"}, reason=why + ": invalidated")
+            report.invalidated.append(Change(learning_id=lid, field="status", old=l.status, new="disabled", reason=why))
+            report.warnings.append(f"hypothesis invalidated ({why}): {l.content[:120]}")
+
+
+# --- pruning (seed 004) --------------------------------------------------------------------------
+def prune_reason(l: Learning, now: datetime, s: Settings) -> str | None:
+    """Why ``l`` should be archived (seed 004 should_prune), or None to keep it."""
+    if l.confidence >= s.never_prune_confidence and l.kind in NEVER_PRUNE_KINDS:
+        return None
+    age = (now - l.created_at) / _DAY
+    if l.ttl_days and age > l.ttl_days:
+        return f"ttl expired: {age:.0f} days old, ttl {l.ttl_days} days"
+    if l.confidence < s.prune_low_confidence and age > s.prune_low_confidence_age_days:
+        return f"low confidence {l.confidence:.2f} at {age:.0f} days old"
+    if l.superseded_by:
+        return f"superseded by {l.superseded_by}"
+    return None
+
+
+def _prune(mem: Memory, learnings: dict[str, Learning], now: datetime, report: CycleReport) -> None:
+    for lid, l in list(learnings.items()):
+        if l.status == "disabled" and l.tier == "archive":
+            continue
+        why = prune_reason(l, now, mem.settings)
+        if why is None:
+            continue
+        learnings[lid] = mem._apply_changes(l, {"status": "disabled", "tier": "archive"}, reason="pruned: " + why)
+        report.pruned.append(Change(learning_id=lid, field="status/tier", old=f"{l.status}/{l.tier}",
+                                    new="disabled/archive", reason=why))
+
+
+# --- tiers (seed 003 system 4) ---------------------------------------------------------------------
+def classify_tier(l: Learning, now: datetime, s: Settings) -> tuple[str, str]:
+    """(tier, reason) for one learning under seed 003's rules."""
+    if l.validations >= s.pinned_min_validations and l.helpful >= l.harmful and l.validations > l.contradictions:
+        return "pinned", f"{l.validations} validations, net positive"
+    age = (now - l.created_at) / _DAY
+    if age >= s.archive_min_age_days:
+        idle = (now - (l.last_validated_at or l.created_at)) / _DAY
+        if idle > s.archive_stale_days and l.validations < s.archive_stale_max_validations:
+            return "archive", f"stale: no validation for {idle:.0f} days, {l.validations} validations"
+        if l.contradictions > 0 and l.contradictions >= l.validations:
+            return "archive", f"contradicted: {l.contradictions} contradictions vs {l.validations} validations"
+        if l.confidence < s.archive_low_confidence and l.validations < s.archive_low_confidence_max_validations:
+            return "archive", f"low confidence {l.confidence:.2f} with {l.validations} validations"
+    return "active", "in use"
+
+
+def _tiers(mem: Memory, learnings: dict[str, Learning], now: datetime, report: CycleReport) -> None:
+    for lid, l in list(learnings.items()):
+        if l.status == "disabled":
+            continue
+        tier, why = classify_tier(l, now, mem.settings)
+        if tier != l.tier:
+            learnings[lid] = mem._apply_changes(l, {"tier": tier}, reason="tier: " + why)
+            report.tier_changes.append(Change(learning_id=lid, field="tier", old=l.tier, new=tier, reason=why))
+
+
+# --- decay (seed 004) -----------------------------------------------------------------------------
+def decay_amount(l: Learning, decayed_at: datetime | None, now: datetime, s: Settings) -> float:
+    """Confidence to take off now: per day idle past the grace period, not counted twice."""
+    if s.confidence_decay_per_day <= 0 or l.status == "disabled" or l.tier == "pinned":
+        return 0.0
+    ref = max(t for t in (l.last_validated_at, l.last_applied_at, l.created_at) if t is not None)
+    start = ref + timedelta(days=s.confidence_decay_grace_days)
+    if decayed_at is not None and decayed_at > start:
+        start = decayed_at
+    days = (now - start) / _DAY
+    return s.confidence_decay_per_day * days if days > 0 else 0.0
+
+
+def _decay(mem: Memory, learnings: dict[str, Learning], now: datetime, report: CycleReport) -> None:
+    marks = mem.store.decay_marks(mem.user)
+    for lid, l in list(learnings.items()):
+        amount = decay_amount(l, marks.get(lid), now, mem.settings)
+        if amount <= 0:
+            continue
+        new = round(max(0.0, l.confidence - amount), 6)
+        if new != l.confidence:
+            learnings[lid] = mem._apply_changes(l, {"confidence": new}, reason="decay")
+            report.decayed.append(Change(learning_id=lid, field="confidence", old=f"{l.confidence:.4f}",
+                                         new=f"{new:.4f}", reason=f"no reinforcement: -{amount:.4f}"))
+        mem.store.set_decayed_at(lid, now)
+
+
+def run_cycle(mem: Memory) -> CycleReport:
+    """Run windows, hypotheses, pruning, tiers and decay once for the Memory's user."""
+    now = mem.now()
+    report = CycleReport(started_at=now)
+    _windows(mem, report)
+    learnings = {l.id: l for l in mem.store.find_learnings(user_id=mem.user, include_shared=False)}
+    _hypotheses(mem, learnings, report)
+    _prune(mem, learnings, now, report)
+    _tiers(mem, learnings, now, report)
+    _decay(mem, learnings, now, report)
+    return report
+
+
+__all__ = [
+    "Change",
+    "CycleReport",
+    "WindowStats",
+    "classify_tier",
+    "decay_amount",
+    "evaluate_window",
+    "outcome_quality",
+    "prune_reason",
+    "run_cycle",
+    "step",
+]

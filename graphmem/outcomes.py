@@ -1,0 +1,275 @@
+"""Outcomes close the loop: crediting the learnings a context showed (seeds 000, 002, 003).
+
+- :func:`record_outcome` — an explicit outcome for one context (``Memory.record_outcome``).
+- :func:`after_event` — the implicit outcome tracker (seed 003 system 3), run after each event.
+- :func:`pattern_scores` — per-pattern effectiveness (seed 002) for ranking.
+
+Verdicts. An outcome is *accepted*, *rejected* or *neutral*:
+
+- a rating decides when given: ``good`` → accepted, ``bad`` → rejected, ``okay`` → neutral;
+- otherwise ``success=True`` → accepted, ``success=False`` → rejected.
+
+Accepted: helpful + 1, validations + 1 (last_validated_at = now), score + 0.03, confidence
++ 0.015. Rejected: harmful + 1, score − 0.05, confidence − 0.025. Neutral: no counter or score
+move. Every verdict counts ``times_applied`` + 1 and sets ``last_applied_at``. Scores clamp to
+[0, 1]. Only the learnings the context showed (its APPLIED_IN edges) are touched.
+
+Implicit outcomes are tagged ``implicit``. An explicit outcome may follow an implicit one on the
+same context once: it replaces it (the implicit verdict's counters and deltas are undone first).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from graphmem.errors import InvalidInputError, NotFoundError
+from graphmem.inputs import names, require_choice, require_text
+from graphmem.models import RATINGS, Application, Event, Learning, new_id
+
+if TYPE_CHECKING:
+    from graphmem.memory import Memory
+
+Verdict = Literal["accepted", "rejected", "neutral"]
+IMPLICIT = "implicit"
+
+
+class OutcomeReport(BaseModel):
+    """What one outcome changed."""
+
+    context_id: str
+    outcome: str  # success | failure | unknown (success not given)
+    rating: str | None = None
+    verdict: Verdict
+    reasons: list[str] = Field(default_factory=list)
+    implicit: bool = False
+    replaced_implicit: bool = False
+    pattern_id: str | None = None
+    learnings: list[Learning] = Field(default_factory=list)
+
+    @property
+    def learning_ids(self) -> list[str]:
+        """Ids of the learnings credited or blamed."""
+        return [l.id for l in self.learnings]
+
+
+def verdict_of(success: bool | None, rating: str | None) -> Verdict:
+    """accepted | rejected | neutral: the rating decides when given, else success."""
+    if rating is not None:
+        return {"good": "accepted", "bad": "rejected"}.get(rating, "neutral")  # type: ignore[return-value]
+    if success is None:
+        raise InvalidInputError("an outcome needs success=True/False or rating='good'|'okay'|'bad'")
+    return "accepted" if success else "rejected"
+
+
+def outcome_label(success: bool | None) -> str:
+    """The Application.outcome text for a success flag."""
+    return "unknown" if success is None else ("success" if success else "failure")
+
+
+def credit(
+    learning: Learning, verdict: Verdict, now: datetime, mem: Memory, *, sign: int = 1, count_applied: bool = True
+) -> Learning:
+    """The learning after one verdict (``sign=-1`` undoes a verdict's counters and deltas)."""
+    s = mem.settings
+    update: dict[str, object] = {"updated_at": now}
+    if sign > 0 and count_applied:
+        update["times_applied"] = learning.times_applied + 1
+        update["last_applied_at"] = now
+    if verdict == "accepted":
+        update["helpful"] = max(0, learning.helpful + sign)
+        update["validations"] = max(0, learning.validations + sign)
+        if sign > 0:
+            update["last_validated_at"] = now
+        update["score"] = _clamp(learning.score + sign * s.accept_score_delta)
+        update["confidence"] = _clamp(learning.confidence + sign * s.accept_confidence_delta)
+    elif verdict == "rejected":
+        update["harmful"] = max(0, learning.harmful + sign)
+        update["score"] = _clamp(learning.score + sign * s.reject_score_delta)
+        update["confidence"] = _clamp(learning.confidence + sign * s.reject_confidence_delta)
+    return learning.model_copy(update=update)
+
+
+def _clamp(x: float) -> float:
+    return round(min(1.0, max(0.0, x)), 10)
+
+
+def record_outcome(
+    mem: Memory,
+    context_id: str,
+    *,
+    success: bool | None = None,
+    rating: str | None = None,
+    reasons: object = (),
+    implicit: bool = False,
+) -> OutcomeReport:
+    """Credit or blame exactly the learnings shown in one context; see the module docstring.
+
+    Raises NotFoundError for an unknown context (or another user's), InvalidInputError for bad
+    arguments or when the context already has an outcome (an implicit one can be replaced once).
+    """
+    context_id = require_text("context_id", context_id, max_chars=200)
+    if success is not None and not isinstance(success, bool):
+        raise InvalidInputError(f"success must be True, False or None, got {success!r}")
+    if rating is not None:
+        rating = require_choice("rating", str(rating).lower(), RATINGS)
+    tags = [t.lower() for t in names("reason", reasons, max_chars=100)]
+    verdict = verdict_of(success, rating)
+    app = _own_application(mem, context_id)
+    _check_open(app, implicit)
+    query_vec = mem._embed_one(app.query) if app.query.strip() and app.pattern_id is None else None
+    now = mem.now()
+    with mem.store.transaction():
+        app = _own_application(mem, context_id)  # re-read under the write lock
+        replaced = _check_open(app, implicit)
+        old_verdict = verdict_of(*_stored_signal(app)) if replaced else None
+        pattern_id = app.pattern_id or _classify(mem, app, query_vec, now)
+        all_tags = _merge(app.reasons if not replaced else [t for t in app.reasons if t != IMPLICIT], tags)
+        if implicit:
+            all_tags = _merge(all_tags, [IMPLICIT])
+        mem.store.set_outcome(app.id, outcome=outcome_label(success), rating=rating, reasons=all_tags,
+                              at=now, pattern_id=pattern_id)
+        changed: list[Learning] = []
+        for learning in mem.store.get_learnings(app.learning_ids):
+            if old_verdict is not None:
+                learning = credit(learning, old_verdict, now, mem, sign=-1)
+                if pattern_id:
+                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(old_verdict, -1))
+            updated = credit(learning, verdict, now, mem, count_applied=old_verdict is None)
+            mem.store.save_learning(updated)
+            if pattern_id and verdict != "neutral":
+                mem.store.add_effectiveness(updated.id, pattern_id, *_counts(verdict, 1))
+            changed.append(updated)
+        mem._on_learnings_changed(changed, change="outcome")
+    mem._after_write()
+    return OutcomeReport(
+        context_id=app.id, outcome=outcome_label(success), rating=rating, verdict=verdict,
+        reasons=all_tags, implicit=implicit, replaced_implicit=replaced, pattern_id=pattern_id,
+        learnings=changed,
+    )
+
+
+def _own_application(mem: Memory, context_id: str) -> Application:
+    app = mem.store.get_application(context_id)
+    if app.user_id != mem.user:
+        raise NotFoundError(f"no context with id {context_id!r} for user {mem.user!r}")
+    return app
+
+
+def _check_open(app: Application, implicit: bool) -> bool:
+    """True when an implicit outcome is there to be replaced; raises if the context is closed."""
+    if app.outcome is None:
+        return False
+    if IMPLICIT in app.reasons and not implicit:
+        return True
+    raise InvalidInputError(
+        f"context {app.id} already has an outcome ({app.outcome}, rating {app.rating}); "
+        "record one outcome per context: ask for a new context for the next attempt"
+    )
+
+
+def _stored_signal(app: Application) -> tuple[bool | None, str | None]:
+    success = {"success": True, "failure": False}.get(app.outcome or "")
+    return success, app.rating
+
+
+def _counts(verdict: Verdict, sign: int) -> tuple[int, int]:
+    return (sign if verdict == "accepted" else 0, sign if verdict == "rejected" else 0)
+
+
+def _merge(a: list[str], b: list[str]) -> list[str]:
+    return list(a) + [x for x in b if x not in a]
+
+
+# --- patterns (seed 002) ------------------------------------------------------------------------
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+def nearest_pattern(mem: Memory, vec: np.ndarray, user: str) -> tuple[str, int, np.ndarray, float] | None:
+    """The user's Pattern nearest to ``vec``: (id, size, centroid, cosine); None if none exist."""
+    patterns = mem.store.patterns(user)
+    if not patterns:
+        return None
+    cents = np.asarray([p.centroid for p in patterns], dtype=np.float32)
+    norms = np.linalg.norm(cents, axis=1)
+    norms[norms == 0] = 1.0
+    sims = (cents / norms[:, None]) @ _unit(np.asarray(vec, dtype=np.float32))
+    i = int(np.argmax(sims))
+    return patterns[i].id, patterns[i].size, cents[i], float(sims[i])
+
+
+def _classify(mem: Memory, app: Application, vec: np.ndarray | None, now: datetime) -> str | None:
+    """Put the context's query in the nearest Pattern (cosine ≥ pattern_similarity) or a new one."""
+    if vec is None:
+        return None
+    found = nearest_pattern(mem, vec, app.user_id)
+    if found is not None and found[3] >= mem.settings.pattern_similarity:
+        pid, size, centroid, _ = found
+        mem.store.grow_pattern(pid, _unit((centroid * size + _unit(vec)) / (size + 1)), size + 1)
+    else:
+        pid = new_id()
+        mem.store.create_pattern(pid, app.user_id, app.query[:80], _unit(vec), now)
+    mem.store.link_matched(app.id, pid)
+    return pid
+
+
+def pattern_scores(mem: Memory, query_embedding: np.ndarray, user: str | None = None) -> dict[str, float]:
+    """``{learning_id: helpful / (helpful + harmful)}`` in the Pattern nearest the query.
+
+    Empty when no Pattern of ``user`` (default: the Memory's user) is within
+    ``Settings.pattern_similarity``. Ranking adds ``Settings.pattern_boost * value``.
+    """
+    found = nearest_pattern(mem, query_embedding, user or mem.user)
+    if found is None or found[3] < mem.settings.pattern_similarity:
+        return {}
+    return {lid: h / (h + x) for lid, (h, x) in mem.store.effectiveness(found[0]).items() if h + x > 0}
+
+
+# --- implicit outcomes (seed 003 system 3) ------------------------------------------------------
+def after_event(mem: Memory, event: Event) -> list[OutcomeReport]:
+    """Turn tool events into implicit outcomes of recent contexts for the same tool.
+
+    - a failed ``tool_result`` → the newest context for that tool created within
+      ``advice_ttl_s`` and still without outcome is blamed (tags ``implicit``, ``failure``);
+    - a ``tool_call``/``tool_result`` for the same tool within ``correction_window_s`` after a
+      failed ``tool_result`` is a correction: the context active at that failure is marked
+      unhelpful (blamed if it had no outcome yet; tagged ``retry`` in any case);
+    - a successful ``tool_result`` with no correction → the newest pending context is credited
+      as followed (tags ``implicit``, ``followed``). After a correction only contexts asked for
+      since the failure can be credited.
+    """
+    tool = event.tool_name
+    if not tool or event.kind not in ("tool_call", "tool_result") or event.user_id != mem.user:
+        return []
+    s = mem.settings
+    t = event.created_at
+    ttl = timedelta(seconds=s.advice_ttl_s)
+    reports: list[OutcomeReport] = []
+    failures = mem.store.tool_results(mem.user, tool, t - timedelta(seconds=s.correction_window_s), t, success=False)
+    since = t - ttl
+    if failures:
+        failed_at = failures[0].created_at
+        since = max(since, failed_at + timedelta(microseconds=1))
+        blamed = mem.store.applications_for_tool(
+            mem.user, tool, failed_at - ttl, failed_at - timedelta(microseconds=1)
+        )
+        if blamed:
+            app = blamed[0]
+            if app.outcome is None:
+                reports.append(record_outcome(mem, app.id, success=False, reasons=["retry"], implicit=True))
+            elif IMPLICIT in app.reasons and "retry" not in app.reasons:
+                mem.store.set_application_reasons(app.id, _merge(app.reasons, ["retry"]))
+    if event.kind == "tool_result" and event.success is not None:
+        pending = mem.store.applications_for_tool(mem.user, tool, since, t, pending_only=True)
+        if pending:
+            tag = "followed" if event.success else "failure"
+            reports.append(record_outcome(mem, pending[0].id, success=event.success, reasons=[tag], implicit=True))
+    return reports
+
+
+__all__ = ["OutcomeReport", "after_event", "credit", "pattern_scores", "record_outcome", "verdict_of"]
