@@ -1,0 +1,153 @@
+"""CLI commands of issue 6's observability side: promote, sweep, insights, export.
+
+``graphmem promote --to AGENTS.md``, ``graphmem sweep [--file F]...``,
+``graphmem insights [--json] [--html FILE]``, ``graphmem export --jsonl FILE | --graphml FILE``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from graphmem.cli import command, console, open_memory, print_json, print_rows
+from graphmem.errors import GraphmemError
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+@command("promote")
+def promote_cmd(
+    to: Path = typer.Option(..., "--to", help="The instruction file (AGENTS.md, CLAUDE.md...); created if missing."),
+    min_confidence: float = typer.Option(None, "--min-confidence", help="Default: Settings.promote_min_confidence (0.8)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Write pinned, high-confidence, active learnings into FILE's graphmem section."""
+    mem = open_memory()
+    report = mem.promote(to, min_confidence=min_confidence)
+    if json_out:
+        print_json(report)
+        return
+    verb = "created" if report.created else ("updated" if report.changed else "unchanged")
+    console.print(
+        f"{report.path}: {verb}; {len(report.promoted)} promoted, {report.already_present} already there, "
+        f"{report.hand_written} hand-written line(s) kept",
+        highlight=False,
+    )
+    for change in report.promoted:
+        console.print(f"  + {change.line}", highlight=False, markup=False)
+
+
+@command("sweep")
+def sweep_cmd(
+    files: list[Path] = typer.Option(
+        [], "--file", help="An instruction file to sweep (repeatable). Default: AGENTS.md, CLAUDE.md, TOOLS.md, SOUL.md here."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Remove promoted lines whose learnings were contradicted, went stale or were retired."""
+    from graphmem.promote import default_targets
+
+    targets = list(files) or default_targets(".")
+    if not targets:
+        raise GraphmemError("no instruction file to sweep: pass --file FILE (none of AGENTS.md, CLAUDE.md here)")
+    mem = open_memory()
+    report = mem.sweep(targets)
+    if json_out:
+        print_json({"files": report.files, "changes": report.changes, "summary": report.summary})
+        return
+    console.print(report.summary, highlight=False)
+    for f in report.files:
+        if not f.found:
+            console.print(f"  {f.path}: not found", highlight=False)
+    for change in report.changes:
+        console.print(f"  - {change.path}: {change.line}  ({change.reason})", highlight=False, markup=False)
+
+
+@command("insights")
+def insights_cmd(
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML page to FILE."),
+    timeline: int = typer.Option(30, "--timeline", help="How many recent transitions to show."),
+) -> None:
+    """Acceptance, pass/fallback/retry rates, rating coverage, learnings and transitions."""
+    from graphmem.insights import render_html
+
+    if timeline <= 0:
+        raise GraphmemError(f"--timeline must be > 0, got {timeline}")
+    mem = open_memory()
+    ins = mem.insights(timeline=timeline)
+    if html is not None:
+        if not html.parent.exists():
+            raise GraphmemError(f"the folder {html.parent} does not exist; create it first")
+        html.write_text(render_html(ins), encoding="utf-8")
+    if json_out:
+        print_json(ins)
+        return
+    o = ins.overview
+    print_rows(
+        [
+            {"acceptance": _pct(o.acceptance), "pass rate": _pct(o.pass_rate), "fallback rate": _pct(o.fallback_rate),
+             "retry rate": _pct(o.retry_rate), "rating coverage": _pct(o.rating_coverage),
+             "applications": o.applications, "with outcome": o.with_outcome, "active canaries": ins.active_canaries}
+        ],
+        title=f"insights of {ins.user}",
+    )
+    print_rows(
+        [{"status": s, "learnings": n} for s, n in ins.status_counts.items()]
+        + [{"status": f"tier {t}", "learnings": n} for t, n in ins.tier_counts.items()],
+        title="learnings by status and tier",
+    )
+    print_rows(
+        [
+            {"id": l.id[:8], "content": l.content, "status": l.status, "tier": l.tier, "score": f"{l.score:.3f}",
+             "conf": f"{l.confidence:.3f}", "canary": f"{l.canary_allocation:.2f}", "h/h": f"{l.helpful}/{l.harmful}",
+             "used": l.times_applied}
+            for l in ins.learnings
+        ],
+        title="learnings",
+    )
+    print_rows(
+        [
+            {"when": t.created_at.strftime("%Y-%m-%d %H:%M"), "learning": t.learning_id[:8], "field": t.field,
+             "from": t.old, "to": t.new, "reason": t.reason}
+            for t in ins.timeline
+        ],
+        title="transition timeline (newest first)",
+    )
+    if ins.outcomes_by_day:
+        print_rows([d.model_dump() for d in ins.outcomes_by_day], title="outcomes over time")
+    if html is not None:
+        console.print(f"wrote {html}", highlight=False)
+
+
+@command("export")
+def export_cmd(
+    jsonl: Path = typer.Option(None, "--jsonl", help="Write successful episodes as chat-format training pairs."),
+    graphml: Path = typer.Option(None, "--graphml", help="Write the whole graph as GraphML (networkx)."),
+    min_confidence: float = typer.Option(0.0, "--min-confidence", help="JSONL: keep episodes with confidence >= X."),
+    feedback: str = typer.Option("any", "--feedback", help="JSONL: positive (explicit praise only) or any."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Export training pairs (--jsonl FILE) and/or the graph (--graphml FILE)."""
+    if jsonl is None and graphml is None:
+        raise GraphmemError("nothing to export: pass --jsonl FILE and/or --graphml FILE")
+    mem = open_memory()
+    reports = []
+    if jsonl is not None:
+        reports.append(mem.export_jsonl(jsonl, min_confidence=min_confidence, feedback=feedback))
+    if graphml is not None:
+        reports.append(mem.export_graphml(graphml))
+    if json_out:
+        print_json(reports)
+        return
+    for r in reports:
+        if r.format == "jsonl":
+            console.print(
+                f"wrote {r.records} training pair(s) from {r.episodes_kept} of {r.episodes} episode(s) to {r.path}",
+                highlight=False,
+            )
+        else:
+            console.print(f"wrote {r.nodes} nodes and {r.edges} edges to {r.path}", highlight=False)
