@@ -1,0 +1,371 @@
+"""The curator (seed 002): every learning the learning pipelines write goes through it.
+
+Order of checks for one new learning (``Curator.curate``):
+
+1. **Injection guard.** Text that reads like an instruction to the agent's controller
+   ("ignore previous rules…", "disregard your instructions", "you are now…") is refused (``None``,
+   a logged warning) unless the owner wrote those words themselves (``trusted_text``). Tool output,
+   trace outputs and non-owner text therefore never become instruction learnings.
+2. **Actionability (seed 003 system 9).** A rule/preference/checklist/bug_fix/prompt whose content
+   and recommendation are both below ``Settings.actionability_threshold`` becomes
+   ``kind="observation"`` with ``status="shadow"`` and the observation TTL. That is what "out of
+   the advice pool" means here: observations are stored, searchable and listed
+   (``Memory.learnings(kind="observation")``) but :meth:`Memory.context` never serves them,
+   because retrieval only serves active (and sampled canary) learnings.
+3. **Exact duplicate** (same user, same normalised text): merged.
+4. **Contradiction, scoped.** Only the same user's live learnings about the *same tool* or
+   mentioning one of the *same entities* are compared (never the whole graph). A pair contradicts
+   when the embeddings are at least ``Settings.contradiction_similarity`` alike and the
+   polarities are opposite (never/don't/avoid… vs always/use/prefer…) on the same subject
+   (content-word overlap ≥ 0.6 once polarity and stop words are left out). If the new learning is user
+   feedback it SUPERSEDES the older one (older: tier archive, superseded_by set, a Transition
+   logged); otherwise both are kept, linked CONTRADICTS, and ``contradictions`` +1 on both.
+5. **Near duplicate**: cosine ≥ ``Settings.dedup_similarity`` (0.85) with one of the user's live
+   learnings that it does not oppose merges into it: validations +1, links added, and the better
+   wording kept (the more actionable text; ties go to the higher confidence, then the existing).
+6. Otherwise inserted.
+
+Nothing is ever deleted. Every write runs in one transaction and calls
+``Memory._on_learnings_changed`` inside it, then ``Memory._after_write`` after the commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from graphmem.learn.actionability import score_actionability
+from graphmem.models import Learning, LearningLinks, Transition
+from graphmem.store.catalog import STATUS_CODE, TIER_CODE
+from graphmem.store.text import content_key
+
+if TYPE_CHECKING:
+    from graphmem.memory import Memory
+
+log = logging.getLogger("graphmem.learn")
+
+ADVICE_KINDS = frozenset({"rule", "preference", "checklist", "bug_fix", "prompt"})
+"""Kinds that are advice; the actionability classifier may turn them into observations."""
+
+_INJECTION = re.compile(
+    r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|any|your|the|"
+    r"system|existing)\b[^.\n]{0,30}\b(rules?|instructions?|prompts?|guidelines?|directives?|policies|polic(y))\b"
+    r"|\byou are now\b|\bnew (system )?instructions?\s*:|\bsystem prompt\s*:|\bact as (an? )?(unrestricted|jailbroken)"
+    r"|\b(exfiltrate|leak)\b[^.\n]{0,40}\b(secrets?|passwords?|credentials?|keys?|tokens?)\b"
+    r"|\b(send|forward|email|post|upload)\b[^.\n]{0,40}\b(passwords?|credentials?|api keys?|secrets?|tokens?)\b",
+    re.IGNORECASE,
+)
+_NEGATIVE = re.compile(
+    r"\b(never|don'?t|do not|avoid|stop|no longer|must not|mustn'?t|should not|shouldn'?t|without|not|no|"
+    r"refrain from|skip)\b",
+    re.IGNORECASE,
+)
+_POSITIVE = re.compile(
+    r"\b(always|use|do|prefer|include|make sure|ensure|keep|add|must|should)\b", re.IGNORECASE
+)
+_POLARITY_WORDS = frozenset(
+    ["never", "don't", "dont", "do", "not", "avoid", "stop", "no", "longer", "must", "mustn't", "should", "shouldn't", "without", "refrain", "from", "skip", "always", "use", "prefer", "include", "make", "sure", "ensure", "keep", "add", "a", "an", "the", "to", "of", "in", "for", "on", "and", "or", "with", "be", "is", "are"]
+)
+
+
+def looks_like_injection(text: str | None) -> bool:
+    """True when ``text`` reads like an instruction aimed at the agent itself (prompt injection)."""
+    return bool(text) and bool(_INJECTION.search(text or ""))
+
+
+def polarity(text: str) -> int:
+    """-1 for prohibitions (never, don't, avoid…), +1 for directives (always, use, keep…), else 0."""
+    if _NEGATIVE.search(text):
+        return -1
+    return 1 if _POSITIVE.search(text) else 0
+
+
+def _subject_words(text: str) -> set[str]:
+    words = re.findall(r"[a-z0-9][a-z0-9'_-]*", text.lower())
+    return {w.rstrip("s") for w in words if w not in _POLARITY_WORDS and len(w) > 1}
+
+
+def subject_overlap(a: str, b: str) -> float:
+    """Jaccard overlap of the content words of two texts, polarity and stop words left out."""
+    wa, wb = _subject_words(a), _subject_words(b)
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / len(wa | wb)
+
+
+OPPOSED_OVERLAP = 0.6
+"""Content-word overlap at which two texts of opposite polarity are about the same thing."""
+
+
+def opposed(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` give opposite advice (one prohibits what the other prescribes)
+    about the same subject: opposite :func:`polarity` and :func:`subject_overlap` ≥ 0.6."""
+    return polarity(a) * polarity(b) == -1 and subject_overlap(a, b) >= OPPOSED_OVERLAP
+
+
+def learning_text(learning: Learning) -> str:
+    """What the curator compares and embeds: content plus a recommendation it does not contain."""
+    parts = [learning.content]
+    if learning.recommendation and learning.recommendation not in learning.content:
+        parts.append(learning.recommendation)
+    return " ".join(parts)
+
+
+def _plain(links: LearningLinks) -> LearningLinks:
+    """``links`` without the event/objective ids (the curator links those itself)."""
+    return links.model_copy(update={"source_event_id": None, "objective_id": None})
+
+
+@dataclass
+class CurationResult:
+    """What the curator did with one learning."""
+
+    learning: Learning | None
+    action: str  # inserted | merged | superseded | contradicted | refused
+    related: list[str] = field(default_factory=list)
+
+
+class Curator:
+    """Deduplicates, classifies and reconciles the learnings the learning pipelines produce."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    # --- classification -------------------------------------------------------------------
+    def classify(self, learning: Learning) -> Learning:
+        """Turn non-actionable advice into a shadow observation (see the module docstring)."""
+        if learning.kind not in ADVICE_KINDS:
+            return learning
+        settings = self.memory.settings
+        texts = [learning.content] + ([learning.recommendation] if learning.recommendation else [])
+        if any(score_actionability(t, settings).is_actionable for t in texts):
+            return learning
+        return learning.model_copy(update={
+            "kind": "observation", "status": "shadow", "ttl_days": settings.ttl_days.get("observation"),
+        })
+
+    # --- the pipeline -------------------------------------------------------------------------
+    def curate(
+        self,
+        learning: Learning,
+        links: LearningLinks,
+        *,
+        trusted_text: str | None = None,
+        derived: Sequence[tuple[str, str]] = (),
+    ) -> CurationResult:
+        """Store ``learning`` (merge, supersede, contradict or insert); see the module docstring.
+
+        ``trusted_text`` is text the owner wrote (their message), allowed to contain
+        instruction-like phrases; ``derived`` are extra (label, id) DERIVED_FROM targets
+        (Trace, Reflection) linked to whichever learning ends up holding the knowledge.
+        """
+        text = learning_text(learning)
+        if looks_like_injection(text) and not looks_like_injection(trusted_text):
+            log.warning("graphmem: refused a learning that reads like an instruction injection: %.120r", text)
+            return CurationResult(None, "refused")
+        learning = self.classify(learning)
+        mem = self.memory
+        embedding = np.asarray(mem.embedder.embed([learning_text(learning)])[0], dtype=np.float32)
+        catalog = mem.store.learning_catalog
+        existing_id = catalog.find_exact(learning.user_id, content_key(learning.content))
+        if existing_id is not None:
+            merged = self._merge(mem.store.get_learning(existing_id), learning, links, embedding, derived)
+            return CurationResult(merged, "merged", [existing_id])
+        sims, rows = self._live_similarities(learning.user_id, embedding)
+        conflicts = self._conflicts(learning, text, sims, rows)
+        if conflicts:
+            return self._insert_conflicting(learning, links, embedding, derived, conflicts)
+        best = self._near_duplicate(text, sims, rows)
+        if best is not None:
+            merged = self._merge(mem.store.get_learning(best), learning, links, embedding, derived)
+            return CurationResult(merged, "merged", [best])
+        self._insert(learning, links, embedding, derived)
+        return CurationResult(learning, "inserted")
+
+    # --- lookups ------------------------------------------------------------------------------
+    def _live_similarities(self, user: str, embedding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cosine to every live learning of ``user`` (not superseded, archived or disabled)."""
+        catalog = self.memory.store.learning_catalog
+        if len(catalog) == 0:
+            return np.zeros(0, np.float32), np.zeros(0, np.int64)
+        users = np.asarray(catalog.user, dtype=object)
+        live = (
+            (users == user)
+            & (catalog.col("superseded") == 0)
+            & (catalog.col("tier") != TIER_CODE["archive"])
+            & (catalog.col("status") != STATUS_CODE["disabled"])
+        )
+        rows = np.flatnonzero(live)
+        if rows.size == 0:
+            return np.zeros(0, np.float32), rows
+        return catalog.vectors.cosine(embedding)[rows], rows
+
+    def _near_duplicate(self, text: str, sims: np.ndarray, rows: np.ndarray) -> str | None:
+        """The most similar live learning at or above the dedup threshold with the same polarity."""
+        threshold = self.memory.settings.dedup_similarity
+        catalog = self.memory.store.learning_catalog
+        for i in np.argsort(-sims):
+            if sims[i] < threshold:
+                break
+            candidate = self.memory.store.get_learning(catalog.ids[int(rows[i])])
+            if not opposed(text, learning_text(candidate)):
+                return candidate.id
+        return None
+
+    def _conflicts(self, learning: Learning, text: str, sims: np.ndarray, rows: np.ndarray) -> list[Learning]:
+        """Older learnings on the same tool/entity that this one contradicts (scoped, capped at 5)."""
+        if polarity(text) == 0 or sims.size == 0 or not (learning.tool or learning.entities):
+            return []
+        mem, settings = self.memory, self.memory.settings
+        catalog = mem.store.learning_catalog
+        scope = set(mem.store.learning_ids_mentioning(learning.user_id, learning.entities))
+        found: list[Learning] = []
+        for i in np.argsort(-sims):
+            if sims[i] < settings.contradiction_similarity or len(found) >= 5:
+                break
+            row = int(rows[i])
+            ident = catalog.ids[row]
+            same_tool = learning.tool is not None and catalog.tool[row] == learning.tool
+            if not (same_tool or ident in scope):
+                continue
+            other = mem.store.get_learning(ident)
+            if opposed(text, learning_text(other)):
+                found.append(other)
+        return found
+
+    # --- writes -------------------------------------------------------------------------------
+    def _link_derived(
+        self, learning_id: str, derived: Sequence[tuple[str, str]], links: LearningLinks | None = None
+    ) -> None:
+        """DERIVED_FROM and FOR_OBJECTIVE edges (written here, with exactly the parameters each
+        query uses; ``LearningLinks``' own event/objective edges are stripped by :func:`_plain`)."""
+        store = self.memory.store
+        if links is not None and links.source_event_id:
+            store.link_derived(learning_id, "Event", links.source_event_id)
+        if links is not None and links.objective_id:
+            store.link_objective(learning_id, links.objective_id)
+        for label, ident in derived:
+            store.link_derived(learning_id, label, ident)
+
+    def _insert(
+        self, learning: Learning, links: LearningLinks, embedding: np.ndarray, derived: Sequence[tuple[str, str]]
+    ) -> None:
+        mem = self.memory
+        with mem.store.transaction():
+            mem.store.insert_learning(learning, embedding, _plain(links))
+            self._link_derived(learning.id, derived, links)
+            mem._on_learnings_changed([learning], change="created")
+        mem._after_write()
+
+    def _merge(
+        self,
+        existing: Learning,
+        new: Learning,
+        links: LearningLinks,
+        embedding: np.ndarray,
+        derived: Sequence[tuple[str, str]],
+    ) -> Learning:
+        """validations +1, links merged, the better wording kept; one transaction."""
+        mem = self.memory
+        now = mem.now()
+        settings = mem.settings
+        old_score = score_actionability(learning_text(existing), settings).score
+        new_score = score_actionability(learning_text(new), settings).score
+        reword = (new_score > old_score + 1e-9) or (
+            abs(new_score - old_score) <= 1e-9 and new.confidence > existing.confidence
+        )
+        reword = reword and content_key(new.content) != content_key(existing.content)
+        update = {
+            "validations": existing.validations + 1,
+            "last_validated_at": now,
+            "updated_at": now,
+            "confidence": max(existing.confidence, new.confidence),
+            "recommendation": existing.recommendation or new.recommendation,
+            "applies_when": existing.applies_when or new.applies_when,
+            "tool": existing.tool or new.tool,
+            "objective_type": existing.objective_type or new.objective_type,
+            "topics": existing.topics + [t for t in new.topics if t not in existing.topics],
+            "entities": existing.entities + [e for e in new.entities if e not in existing.entities],
+        }
+        if reword:
+            update.update({"content": new.content, "recommendation": new.recommendation or existing.recommendation,
+                           "applies_when": new.applies_when or existing.applies_when})
+        if existing.kind == "observation" and new.kind in ADVICE_KINDS:
+            update.update({"kind": new.kind})  # the advice wording wins over a bare observation
+        merged = existing.model_copy(update=update)
+        extra = LearningLinks(
+            tool=new.tool if new.tool and new.tool != existing.tool else None,
+            topics=[t for t in new.topics if t not in existing.topics],
+            entities=[e for e in new.entities if e not in existing.entities],
+            objective_type=new.objective_type if new.objective_type != existing.objective_type else None,
+            objective_id=links.objective_id,
+            source_event_id=links.source_event_id,
+        )
+        new_vector = np.asarray(mem.embedder.embed([learning_text(merged)])[0], np.float32) if reword else None
+        with mem.store.transaction():
+            mem.store.save_learning(merged, new_vector)
+            mem.store.add_links(merged.id, _plain(extra))
+            self._link_derived(merged.id, derived, extra)
+            mem._on_learnings_changed([merged], change="merged")
+        mem._after_write()
+        return merged
+
+    def _insert_conflicting(
+        self,
+        learning: Learning,
+        links: LearningLinks,
+        embedding: np.ndarray,
+        derived: Sequence[tuple[str, str]],
+        olders: list[Learning],
+    ) -> CurationResult:
+        """Insert ``learning``; it SUPERSEDES the olders (user feedback) or CONTRADICTS them."""
+        mem = self.memory
+        now = mem.now()
+        supersede = learning.source_type == "user_feedback"
+        changed: list[Learning] = []
+        if not supersede:
+            learning = learning.model_copy(update={"contradictions": learning.contradictions + len(olders)})
+        with mem.store.transaction():
+            mem.store.insert_learning(learning, embedding, _plain(links))
+            self._link_derived(learning.id, derived, links)
+            for old in olders:
+                if supersede:
+                    reason = f"the owner's newer feedback {learning.content[:80]!r} replaces it"
+                    updated = old.model_copy(update={
+                        "tier": "archive", "superseded_by": learning.id, "updated_at": now,
+                        "version": old.version + 1,
+                    })
+                    mem.store.save_learning(updated)
+                    mem.store.link_conflict("SUPERSEDES", learning.id, old.id, reason, now)
+                    mem.store.log_transition(Transition(
+                        learning_id=old.id, field="tier", old=old.tier, new="archive",
+                        reason=f"superseded by {learning.id}", version=updated.version, created_at=now,
+                    ))
+                else:
+                    reason = "opposite advice on the same tool/entity"
+                    updated = old.model_copy(update={"contradictions": old.contradictions + 1, "updated_at": now})
+                    mem.store.save_learning(updated)
+                    mem.store.link_conflict("CONTRADICTS", learning.id, old.id, reason, now)
+                changed.append(updated)
+            mem._on_learnings_changed([learning], change="created")
+            if changed:
+                mem._on_learnings_changed(changed, change="retired" if supersede else "updated")
+        mem._after_write()
+        return CurationResult(learning, "superseded" if supersede else "contradicted", [o.id for o in olders])
+
+
+__all__ = [
+    "ADVICE_KINDS",
+    "CurationResult",
+    "Curator",
+    "learning_text",
+    "looks_like_injection",
+    "opposed",
+    "polarity",
+    "subject_overlap",
+]

@@ -1,0 +1,142 @@
+"""FeedbackExtractor (seed 001): owner messages → learnings.
+
+:func:`observe_message` (``Memory.observe_message``) always logs the message as an inbound Event.
+Only owner messages are analysed: with the last ``Settings.feedback_recent_actions`` outbound
+actions (messages, tool calls, tool results) as context, the LLM answers a
+:class:`~graphmem.llm.schemas.FeedbackAnalysis`; when it found feedback, one learning goes through
+the :class:`~graphmem.learn.curator.Curator` (new, reinforced, superseding…).
+
+Failure modes, all documented no-ops or errors:
+
+- empty / whitespace-only / non-string message: InvalidInputError; longer than
+  ``Settings.max_content_chars``: InvalidInputError (nothing logged);
+- non-owner message: logged, never a learning, returns ``[]``;
+- the LLM fails or its answer does not validate (LLMError / LLMValidationError): the event stays
+  logged, the error is logged on the ``graphmem.learn`` logger, no learning is written, ``[]``;
+- a learning that reads like a prompt injection the owner did not write: refused, ``[]``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from graphmem.errors import InvalidInputError, LLMError
+from graphmem.inputs import names, optional_text
+from graphmem.learn.curator import Curator
+from graphmem.llm.prompts import feedback_request
+from graphmem.llm.schemas import FeedbackAnalysis
+from graphmem.models import Event, Learning
+
+if TYPE_CHECKING:
+    from graphmem.memory import Memory
+
+log = logging.getLogger("graphmem.learn")
+
+ACTION_KINDS = ("message", "tool_call", "tool_result")
+"""The outbound event kinds shown to the extractor as recent actions."""
+
+
+def _check_message(memory: Memory, content: Any) -> str:
+    if not isinstance(content, str):
+        raise InvalidInputError(f"content must be the message text (a string), got {type(content).__name__}")
+    if not content.strip():
+        raise InvalidInputError("the message is empty; pass the text the user wrote")
+    limit = memory.settings.max_content_chars
+    if len(content) > limit:
+        raise InvalidInputError(
+            f"the message has {len(content)} characters, more than Settings.max_content_chars={limit}; "
+            "split it or raise the limit"
+        )
+    return content
+
+
+def recent_actions(memory: Memory) -> list[Event]:
+    """The user's last outbound actions, newest first."""
+    return memory.store.recent_events(
+        memory.user, limit=memory.settings.feedback_recent_actions, direction="outbound", kinds=list(ACTION_KINDS)
+    )
+
+
+def feedback_learning_text(analysis: FeedbackAnalysis) -> str | None:
+    """The learning's wording: the ``learning`` field, else one built from the other fields."""
+    if analysis.learning:
+        return analysis.learning
+    if analysis.what_to_do_instead:
+        return analysis.what_to_do_instead
+    if analysis.what_was_wrong:
+        return f"Avoid this, which the owner flagged: {analysis.what_was_wrong}"
+    return None
+
+
+def observe_message(
+    memory: Memory,
+    content: str,
+    *,
+    tool: str | None = None,
+    is_owner: bool = True,
+    role: str = "user",
+    session_id: str | None = None,
+    objective_id: str | None = None,
+    entities: Iterable[str] = (),
+) -> list[Learning]:
+    """Log an inbound message; for owner messages, extract feedback into a learning.
+
+    Returns the new or reinforced learnings (``[]`` for non-owners, messages without feedback,
+    LLM failures and refused injections). See the module docstring for the failure modes.
+    """
+    text = _check_message(memory, content)
+    tool_hint = optional_text("tool", tool, max_chars=200)
+    extra_entities = names("entity", entities)
+    actions = recent_actions(memory) if is_owner else []
+    event = memory.record_event(
+        "message", text, role=role, direction="inbound", is_owner=bool(is_owner), session_id=session_id,
+        objective_id=objective_id, entities=extra_entities,
+        metadata={"tool_hint": tool_hint} if tool_hint else None,
+    )
+    if not is_owner:
+        return []
+    action_dicts = [
+        {"kind": a.kind, "tool_name": a.tool_name, "content": a.content, "created_at": a.created_at.isoformat()}
+        for a in reversed(actions)
+    ]
+    try:
+        analysis = memory.llm.generate(feedback_request(text, action_dicts, tool_hint), FeedbackAnalysis)
+    except LLMError as e:
+        log.error("graphmem: feedback extraction failed for event %s, no learning written: %s", event.id, e)
+        return []
+    if not analysis.has_feedback:
+        return []
+    wording = feedback_learning_text(analysis)
+    if not wording:
+        return []
+    latest_tool = next((a.tool_name for a in actions if a.tool_name), None)
+    about_tool = analysis.about_tool or tool_hint or latest_tool
+    objective_type = analysis.about_objective_type
+    if objective_id is not None and objective_type is None:
+        objective_type = memory.store.get_objective(objective_id).objective_type
+    try:
+        learning, links = memory._make_learning(
+            wording,
+            kind="preference" if analysis.feedback_type == "preference" else "rule",
+            tool=about_tool,
+            entities=list(extra_entities) + [e for e in analysis.entities if e not in extra_entities],
+            topics=analysis.topics,
+            objective_type=objective_type,
+            recommendation=analysis.what_to_do_instead,
+            applies_when=analysis.what_was_wrong,
+            sentiment=analysis.sentiment,
+            source_type="user_feedback",
+            confidence=analysis.confidence,
+            source_event_id=event.id,
+            objective_id=objective_id,
+        )
+    except InvalidInputError as e:  # e.g. an over-long or malformed field from the model
+        log.error("graphmem: the feedback analysis of event %s is unusable, no learning written: %s", event.id, e)
+        return []
+    result = Curator(memory).curate(learning, links, trusted_text=text)
+    return [result.learning] if result.learning is not None else []
+
+
+__all__ = ["ACTION_KINDS", "feedback_learning_text", "observe_message", "recent_actions"]

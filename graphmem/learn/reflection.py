@@ -1,0 +1,116 @@
+"""Episode reflection (seed 004): what went well, improvements, rules, prompt suggestions.
+
+:func:`reflect` asks the LLM for an :class:`~graphmem.llm.schemas.EpisodeReflection`, stores it as
+a ``Reflection`` node linked REFLECTS_ON the episode (an Objective and/or an Event), and turns its
+``rules`` into learnings with ``status=Settings.new_reflection_status`` ("candidate") and
+``source_type="reflection"``, DERIVED_FROM the Reflection. Candidates are not served by
+``Memory.context`` until the lifecycle (``Memory.run_cycle``) or a person promotes them: this is the
+path onto the lifecycle's first stage. The LLM is called before anything is written, so an LLM
+failure (LLMError) writes nothing and propagates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from graphmem.errors import InvalidInputError
+from graphmem.inputs import names, optional_text
+from graphmem.learn.curator import Curator
+from graphmem.llm.prompts import reflection_request
+from graphmem.llm.schemas import EpisodeReflection
+from graphmem.models import Learning, new_id
+
+if TYPE_CHECKING:
+    from graphmem.memory import Memory
+
+REFLECTION_CONFIDENCE = 0.5
+"""Confidence of a reflection and of the candidate rules it yields (seed 004: unproven, mid)."""
+
+
+class ReflectionRecord(BaseModel):
+    """A stored reflection and the candidate learnings its rules became."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    text: str
+    what_went_well: list[str] = Field(default_factory=list)
+    improvements: list[str] = Field(default_factory=list)
+    rules: list[str] = Field(default_factory=list)
+    prompt_suggestions: list[str] = Field(default_factory=list)
+    created_at: datetime
+    learnings: list[Learning] = Field(default_factory=list)
+
+
+def reflect(
+    memory: Memory,
+    user_text: str,
+    assistant_text: str,
+    *,
+    success: bool | None = None,
+    tools_used: Iterable[str] = (),
+    feedback: str | None = None,
+    objective_id: str | None = None,
+    event_id: str | None = None,
+    objective_type: str | None = None,
+) -> ReflectionRecord:
+    """Reflect on one episode; store the Reflection and its rules as candidate learnings."""
+    limit = memory.settings.max_content_chars
+    for label, value in (("user_text", user_text), ("assistant_text", assistant_text)):
+        if not isinstance(value, str):
+            raise InvalidInputError(f"{label} must be a string, got {type(value).__name__}")
+        if len(value) > limit:
+            raise InvalidInputError(f"{label} is longer than Settings.max_content_chars={limit}")
+    if not user_text.strip() and not assistant_text.strip():
+        raise InvalidInputError("nothing to reflect on: pass the user's request and/or the assistant's answer")
+    if success is not None and not isinstance(success, bool):
+        raise InvalidInputError(f"success must be True, False or None, got {success!r}")
+    feedback = optional_text("feedback", feedback, max_chars=limit)
+    tools = names("tool", tools_used)
+    about: list[tuple[str, str]] = []
+    if objective_id is not None:
+        objective = memory.store.get_objective(objective_id)
+        objective_type = objective_type or objective.objective_type
+        about.append(("Objective", objective_id))
+    if event_id is not None:
+        memory.store.get_event(event_id)
+        about.append(("Event", event_id))
+    answer = memory.llm.generate(
+        reflection_request(user_text, assistant_text, success, tools, feedback), EpisodeReflection
+    )
+    now = memory.now()
+    reflection_id = new_id()
+    with memory.store.transaction():
+        memory.store.insert_reflection(
+            reflection_id, memory.user, text=answer.reflection, what_went_well=answer.what_went_well,
+            improvements=answer.improvements, rules=answer.rules, prompt_suggestions=answer.prompt_suggestions,
+            confidence=REFLECTION_CONFIDENCE, ttl_days=memory.settings.ttl_days.get("hypothesis"),
+            created_at=now, about=about,
+        )
+    curator = Curator(memory)
+    learned: list[Learning] = []
+    only_tool = tools[0] if len(tools) == 1 else None
+    for rule in answer.rules:
+        try:
+            learning, links = memory._make_learning(
+                rule, kind="rule", tool=only_tool, objective_type=objective_type, source_type="reflection",
+                confidence=REFLECTION_CONFIDENCE, status=memory.settings.new_reflection_status,
+                objective_id=objective_id, source_event_id=event_id,
+            )
+        except InvalidInputError:
+            continue  # an unusable rule from the model; the reflection itself keeps it
+        result = curator.curate(learning, links, derived=[("Reflection", reflection_id)])
+        if result.learning is not None and all(x.id != result.learning.id for x in learned):
+            learned.append(result.learning)
+    return ReflectionRecord(
+        id=reflection_id, text=answer.reflection, what_went_well=answer.what_went_well,
+        improvements=answer.improvements, rules=answer.rules, prompt_suggestions=answer.prompt_suggestions,
+        created_at=now, learnings=learned,
+    )
+
+
+__all__ = ["REFLECTION_CONFIDENCE", "ReflectionRecord", "reflect"]
