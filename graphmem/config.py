@@ -55,6 +55,8 @@ class Settings(BaseModel):
     weight_graph: float = 1.0
     graph_hop_decay: float = 0.5
     graph_fanout_cap: int = 50
+    graph_second_hop_neighbours: int = 8  # second hop: the heaviest RELATED neighbours explored
+    graph_anchor_cap: int = 500  # one-hop: at most this many learnings per anchor node (+ those other signals found)
     quality_weight: float = 0.3  # seed 002 stage 4: quality 30 %
     semantic_weight: float = 0.4  # seed 002 stage 4: semantic 40 %
     thompson_weight: float = 0.3  # seed 002 stage 4: Thompson sampling 30 %
@@ -64,11 +66,24 @@ class Settings(BaseModel):
     recency_half_life_days: float = 90.0
     pinned_boost: float = 0.1
     pattern_boost: float = 0.1
+    pattern_similarity: float = 0.8  # seed 002: a query joins the nearest Pattern at cosine >= this
     min_success_rate: float = 0.3  # seed 002 stage 2
     min_similarity: float = 0.5  # seed 002 stage 3
     diversity_bonus: float = 0.15  # seed 002 stage 5: (1 - avg_sim) * 0.15
     mmr_lambda: float = 0.7
     vector_index_min_rows: int = 0  # 0: never use Kùzu's HNSW index (exact numpy wins here)
+    # search over events (Memory.search over="events"; benchmarks/locomo.py ablates each signal)
+    search_fusion: str = "score"  # "score" (z-scored cosine + max-normalised BM25) or "rrf" (ranks)
+    search_candidates: int = 100  # per ranked list (vector, full-text) before fusion
+    search_weight_vector: float = 1.0
+    search_weight_fulltext: float = 1.0
+    search_weight_entity: float = 0.2  # bonus for events mentioning a query entity (fused score in [0, 1])
+    search_weight_tool: float = 0.1  # bonus for events that used the query's tool
+    search_weight_time: float = 0.2  # bonus for time expressions when the query asks "when"
+    search_weight_neighbour: float = 0.5  # share of the best same-session neighbour's score
+    search_neighbour_window: int = 1  # turns either side counted as neighbours
+    search_neighbour_decay: float = 0.5  # per extra turn of distance
+    search_entity_cap: int = 10_000  # most events read per entity or tool anchor
 
     # --- curation (seed 002 curator, DESIGN.md) ------------------------------------------
     dedup_similarity: float = 0.85
@@ -79,6 +94,7 @@ class Settings(BaseModel):
     actionability_w_specificity: float = 0.30
     actionability_w_not_observation: float = 0.20
     feedback_recent_actions: int = 5  # seed 001: last five outbound actions
+    reflector_bullet_status: str = "active"  # seed 002: online/offline bullets join the playbook at once
 
     # --- online scoring (seed 000 markSkillUsage) ----------------------------------------
     accept_score_delta: float = 0.03

@@ -41,11 +41,23 @@ from graphmem.models import (
     Event,
     Learning,
     LearningLinks,
+    Summary,
     Transition,
     utcnow,
 )
 from graphmem.store import open_store, release_store
 from graphmem.store.text import content_key
+from graphmem.export import ExportReport
+from graphmem.insights import Insights
+from graphmem.promote import PromoteReport, SweepReport
+from graphmem.retrieve.search import EventSearch, Hit  # search (issue 4)
+from graphmem.retrieve import AssembledContext, Retriever, ScoredLearning  # retrieval (issue 4)
+from graphmem.summaries import SummaryService
+from graphmem.lifecycle import CycleReport  # outcomes and lifecycle (issue 6)
+from graphmem.outcomes import OutcomeReport  # outcomes and lifecycle (issue 6)
+from graphmem.learn.judges import TraceResult, TrainReport  # learning (issue 3)
+from graphmem.learn.reflection import ReflectionRecord  # learning (issue 3)
+from graphmem.models import Objective  # learning (issue 3)
 
 __all__ = ["Memory", "HashEmbedder"]
 
@@ -151,6 +163,7 @@ class Memory:
             direction=direction, is_owner=is_owner,
         )
         self.store.insert_event(event, self._embed_one(event.content))
+        self._after_event(event)
         return event
 
     def _make_event(
@@ -486,20 +499,423 @@ class Memory:
     def _on_learnings_changed(self, learnings: Sequence[Learning], *, change: str) -> None:
         """Called inside every transaction that writes learnings (created, merged, updated,
         retired, outcome...): marks the summaries those learnings feed as staler."""
+        self._summaries.on_learnings_changed(learnings, change)
 
     def _after_write(self) -> None:
         """Called after a learning write commits: runs inline summary refreshes if due."""
+        self._summaries.after_write()
 
     # --- learning from experience (issue 3) ---------------------------------------------------
+    def observe_message(
+        self,
+        content: str,
+        *,
+        tool: str | None = None,
+        is_owner: bool = True,
+        role: str = "user",
+        session_id: str | None = None,
+        objective_id: str | None = None,
+        entities: Iterable[str] = (),
+    ) -> list[Learning]:
+        """Log an inbound message; for owner messages, turn feedback into a learning (seed 001).
+
+        The last ``Settings.feedback_recent_actions`` outbound actions are the context. Returns the
+        new or reinforced learnings: ``[]`` for non-owners, messages without feedback, and LLM
+        failures (logged on ``graphmem.learn``; the event stays logged). Empty or over-long
+        (``Settings.max_content_chars``) messages raise InvalidInputError.
+        """
+        from graphmem.learn.feedback import observe_message
+
+        return observe_message(
+            self, content, tool=tool, is_owner=is_owner, role=role, session_id=session_id,
+            objective_id=objective_id, entities=entities,
+        )
+
+    def start_objective(self, goal: str, objective_type: str | None = None) -> Objective:
+        """Start a long-running goal; record its steps with ``record_event(..., objective_id=obj.id)``."""
+        from graphmem.learn.objectives import start_objective
+
+        return start_objective(self, goal, objective_type)
+
+    def end_objective(
+        self, objective_id: str, status: str = "completed", result: str | None = None, *, reflect: bool = True
+    ) -> list[Learning]:
+        """End an objective (completed | failed | cancelled): self-evaluate it (seed 001), update the
+        tools' success/error counters, store what is worth remembering, and (``reflect``) reflect on
+        the episode (seed 004; its rules become candidate learnings). Returns the learnings.
+        Unknown id: NotFoundError; ended already: InvalidInputError."""
+        from graphmem.learn.objectives import end_objective
+
+        return end_objective(self, objective_id, status, result, reflect_episode=reflect)
+
+    def reflect(
+        self,
+        user_text: str,
+        assistant_text: str,
+        *,
+        success: bool | None = None,
+        tools_used: Iterable[str] = (),
+        feedback: str | None = None,
+        objective_id: str | None = None,
+        event_id: str | None = None,
+    ) -> ReflectionRecord:
+        """Reflect on one episode (seed 004): a Reflection node REFLECTS_ON the objective/event; its
+        rules become learnings with status ``Settings.new_reflection_status`` (candidate)."""
+        from graphmem.learn.reflection import reflect
+
+        return reflect(
+            self, user_text, assistant_text, success=success, tools_used=tools_used, feedback=feedback,
+            objective_id=objective_id, event_id=event_id,
+        )
+
+    def add_judge(self, name: str, criteria: str, node: str | None = None) -> dict[str, Any]:
+        """Configure a named LLM judge with its own criteria, for ``node`` or every node (seed 002)."""
+        from graphmem.learn.judges import add_judge
+
+        return add_judge(self, name, criteria, node)
+
+    def trace(
+        self,
+        input_text: str,
+        output: str,
+        *,
+        node: str,
+        ground_truth: str | None = None,
+        reasoning: str | None = None,
+        mode: str = "online",
+    ) -> TraceResult:
+        """Judge one output with the node's judges, store the Trace and Verdicts, and (unless
+        ``mode="vanilla"``) let the reflector turn failures into learnings (seed 002)."""
+        from graphmem.learn.judges import trace
+
+        return trace(self, input_text, output, node=node, ground_truth=ground_truth, reasoning=reasoning, mode=mode)
+
+    def train(self, examples: Sequence[Mapping[str, Any]], *, node: str = "default") -> TrainReport:
+        """Offline mode (seed 002) over a dataset of dicts (input_text, output, ground_truth...)."""
+        from graphmem.learn.judges import train
+
+        return train(self, examples, node=node)
+
+    def curate(self, learning: Learning, links: LearningLinks, *, trusted_text: str | None = None) -> Learning | None:
+        """Store a learning through the curator (merge, supersede, contradict, classify, refuse)."""
+        from graphmem.learn.curator import Curator
+
+        return Curator(self).curate(learning, links, trusted_text=trusted_text).learning
+
 
     # --- retrieval (issue 4) -------------------------------------------------------------------
+    def context(
+        self,
+        query: str = "",
+        *,
+        tool: str | None = None,
+        entities: Iterable[str] = (),
+        topics: Iterable[str] = (),
+        objective_type: str | None = None,
+        limit: int = 8,
+        token_budget: int | None = None,
+    ) -> AssembledContext:
+        """The learnings and standing preferences an agent should see before acting.
+
+        Candidates come from exact cosine over the catalog, BM25 and the graph (one hop from the
+        tool, entities, topics and objective type, plus entities/topics named in ``query``; a
+        capped, decayed second hop through RELATED neighbours). They are fused by weighted RRF,
+        re-ranked by the quality prior and MMR, and packed into the learnings token budget
+        (``token_budget`` or ``Settings.budget_learnings``; ~4 characters per token). Only this
+        user's and shared learnings that are active (or sampled canary), not archived,
+        superseded or expired are eligible. The context is recorded as an Application with
+        APPLIED_IN edges from the learnings shown; ``ctx.id`` is its id.
+
+        An empty query with no anchors returns the preferences and the top-quality learnings.
+        Query text beyond ``Settings.max_query_chars`` is ignored (truncated), not an error.
+        """
+        import time
+
+        from graphmem.models import new_id
+        from graphmem.retrieve.context import pack
+
+        t0 = time.perf_counter()
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+            raise InvalidInputError(f"limit must be a whole number > 0, got {limit!r}")
+        if token_budget is not None and (
+            isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget <= 0
+        ):
+            raise InvalidInputError(f"token_budget must be a whole number of tokens > 0, got {token_budget!r}")
+        if query is None:
+            query = ""
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be text, got {type(query).__name__}")
+        text = query[: self.settings.max_query_chars]
+        tool = optional_text("tool", tool, max_chars=200)
+        objective_type = optional_text("objective_type", objective_type, max_chars=200)
+        entity_names, topic_names = names("entity", entities), names("topic", topics)
+        now = self.now()
+        t1 = time.perf_counter()
+        vector = self._embed_one(text) if text.strip() else None
+        t2 = time.perf_counter()
+        items = self._rank_learnings(
+            text, query_vector=vector, tool=tool, entities=entity_names, topics=topic_names,
+            objective_type=objective_type, limit=limit, now=now,
+        )
+        budget = token_budget or self.settings.budget_learnings
+        shown = pack(items, budget)
+        for rank, item in enumerate(shown, start=1):
+            item.rank = rank
+        t3 = time.perf_counter()
+        app_id = new_id()
+        if not self.store.read_only:
+            self.store.record_application(
+                application_id=app_id, user_id=self.user, query=text, tool=tool, created_at=now,
+                reasons=[f"{len(shown)} of {len(items)} ranked learnings fit {budget} tokens"],
+                shown=[(i.id, i.rank, i.score, i.reasons) for i in shown],
+            )
+        t4 = time.perf_counter()
+        prefs = self._user_preferences_text()
+        timings = {"validate": (t1 - t0) * 1e3, "embed": (t2 - t1) * 1e3}
+        timings.update(self._retriever().timings_ms)
+        timings.update({"rank_total": (t3 - t2) * 1e3, "record": (t4 - t3) * 1e3, "total": (time.perf_counter() - t0) * 1e3})
+        return AssembledContext(
+            id=app_id, query=text, tool=tool, user_preferences=prefs, learnings=shown,
+            budget_user_preferences=self.settings.budget_user_preferences, budget_learnings=budget,
+            timings_ms=timings,
+        )
+
+    def _retriever(self) -> Retriever:
+        """The per-Memory retrieval state (name index, user column cache, seeded RNG)."""
+        retriever: Retriever | None = getattr(self, "_retriever_state", None)
+        if retriever is None or retriever.store is not self.store:
+            retriever = Retriever(self.store, self.settings)
+            self._retriever_state = retriever
+        return retriever
+
+    def _rank_learnings(
+        self,
+        query: str,
+        *,
+        query_vector: np.ndarray | None = None,
+        tool: str | None = None,
+        entities: Sequence[str] = (),
+        topics: Sequence[str] = (),
+        objective_type: str | None = None,
+        limit: int = 8,
+        now: datetime | None = None,
+    ) -> list[ScoredLearning]:
+        """Ranked eligible learnings (no Application recorded); what ``search`` builds on.
+
+        ``query_vector`` None with non-empty ``query`` embeds it here.
+        """
+        if query_vector is None and query.strip():
+            query_vector = self._embed_one(query)
+        return self._retriever().rank(
+            user=self.user, query=query, query_vector=query_vector, now=now or self.now(),
+            limit=limit, tool=tool, entities=entities, topics=topics, objective_type=objective_type,
+        )
+
+    # search and batch events (issue 4, search) ----------------------------------------------
+    def record_events(self, items: Sequence[Mapping[str, Any]]) -> list[Event]:
+        """Log many events at once: all validated first, embedded in one batch, one transaction.
+
+        Each item holds ``record_event``'s arguments (``kind`` and ``content`` at least, e.g.
+        ``{"kind": "message", "content": "...", "role": "Dana", "session_id": "s1"}``). Nothing
+        is written if any item is invalid. Returns the events in the order given.
+        """
+        events: list[Event] = []
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping) or "kind" not in item:
+                raise InvalidInputError(f"item {i} must be a dict with at least 'kind' (and 'content')")
+            args = dict(item)
+            kind, content = args.pop("kind"), args.pop("content", "")
+            defaults: dict[str, Any] = {
+                "tool": None, "role": None, "objective_id": None, "session_id": None, "created_at": None,
+                "entities": (), "success": None, "metadata": None, "direction": None, "is_owner": False,
+            }
+            unknown = sorted(set(args) - set(defaults))
+            if unknown:
+                raise InvalidInputError(f"item {i}: unknown field(s) {', '.join(unknown)}; use {', '.join(defaults)}")
+            defaults.update(args)
+            try:
+                events.append(self._make_event(kind, content, **defaults))
+            except InvalidInputError as e:
+                raise InvalidInputError(f"item {i}: {e}") from e
+        if not events:
+            return []
+        vectors = np.asarray(self.embedder.embed([e.content for e in events]), dtype=np.float32)
+        self.store.insert_events(list(zip(events, vectors)))
+        return events
+
+    def search(
+        self,
+        query: str = "",
+        *,
+        k: int = 10,
+        over: str = "learnings",
+        tool: str | None = None,
+        entities: Iterable[str] = (),
+        topics: Iterable[str] = (),
+    ) -> list[Hit]:
+        """Search this user's learnings, events, or both; best first, at most ``k`` hits.
+
+        ``over="events"`` ranks events by vector, full-text, entity/tool links and session
+        neighbours (see :mod:`graphmem.retrieve.search`); ``over="learnings"`` uses the
+        context pipeline's ranking (eligible learnings only) without recording an Application;
+        ``over="all"`` merges both by score scaled to the best hit of each list. Each hit has
+        ``.id .kind .node .score .reasons``. An empty query needs ``tool`` or ``entities`` (then
+        the linked events / learnings come back). Query text longer than
+        ``Settings.max_query_chars`` is truncated to that length (not an error).
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+            raise InvalidInputError(f"k must be a whole number > 0, got {k!r}")
+        require_choice("over", over, ("learnings", "events", "all"))
+        if query is None:
+            query = ""
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
+        text = query.strip()[: self.settings.max_query_chars]
+        tool_name = optional_text("tool", tool, max_chars=200)
+        entity_names = tuple(names("entity", entities))
+        topic_names = tuple(names("topic", topics))
+        if not text and not tool_name and not entity_names and not topic_names:
+            raise InvalidInputError("search needs query text, or a tool, entities or topics to anchor on")
+        hits: list[Hit] = []
+        if over in ("events", "all"):
+            searcher = EventSearch(self.store, self.embedder, self.settings, self.user)
+            hits.extend(_scaled(searcher.search(text, k=k, tool=tool_name, entities=entity_names), over))
+        if over in ("learnings", "all"):
+            hits.extend(_scaled(self._search_learnings(text, k, tool_name, entity_names, topic_names), over))
+        hits.sort(key=lambda h: -h.score)
+        return hits[:k]
+
+    def _search_learnings(
+        self, text: str, k: int, tool: str | None, entities: tuple[str, ...], topics: tuple[str, ...]
+    ) -> list[Hit]:
+        """Learnings ranked by the context pipeline (no Application recorded)."""
+        scored = self._rank_learnings(text, tool=tool, entities=entities, topics=topics, limit=k)
+        return [
+            Hit(id=s.learning.id, kind="learning", node=s.learning, score=float(s.score), reasons=list(s.reasons))
+            for s in scored
+        ]
 
     # --- summaries (issue 5) -------------------------------------------------------------------
+    @property
+    def _summaries(self) -> SummaryService:
+        """This Memory's summary service (created on first use; never shared with for_user copies)."""
+        service = self.__dict__.get("_summary_service")
+        if service is None or service.memory is not self:
+            service = SummaryService(self)
+            self.__dict__["_summary_service"] = service
+        return service
+
+    def refresh_summaries(self, force: bool = False, *, all_users: bool = False) -> list[Summary]:
+        """Refresh the summaries whose staleness reached their threshold; return the refreshed ones.
+
+        Incremental: the summarizer gets the previous text and only the learnings written since
+        (corrections first, then newest), plus those that no longer apply. ``force`` rebuilds every
+        summary of this user from scratch. Nothing stale: no LLM call, returns ``[]``.
+        ``all_users`` refreshes every user's due summaries (the background refresher).
+        """
+        return self._summaries.refresh(force=bool(force), all_users=bool(all_users))
+
+    def summary(self, key: str) -> Summary:
+        """One of this user's summaries by key: ``"user_preferences"``, ``"learning:tool:<name>"``,
+        ``"learning:topic:<name>"`` or ``"learning:objective_type:<type>"``."""
+        return self._summaries.get(require_text("key", key, max_chars=500))
+
+    def summaries(self) -> list[Summary]:
+        """All of this user's summaries, by key."""
+        return self._summaries.list()
+
     def _user_preferences_text(self) -> str:
         """The text of this user's ``user_preferences`` summary, "" until one exists."""
-        return ""
+        return self._summaries.user_preferences_text()
 
     # --- outcomes and lifecycle (issue 6) ------------------------------------------------------
+    def record_outcome(
+        self,
+        context_id: str,
+        *,
+        success: bool | None = None,
+        rating: str | None = None,
+        reasons: Iterable[str] | str = (),
+    ) -> OutcomeReport:
+        """Credit or blame exactly the learnings shown in one context (``ctx.id``).
+
+        ``rating`` good|okay|bad decides when given (okay: neutral, counts as applied only),
+        else ``success``. Accepted: helpful+1, validations+1, score+0.03, confidence+0.015;
+        rejected: harmful+1, score-0.05, confidence-0.025 (clamped to [0, 1]). ``reasons`` are
+        tags (fallback, retry, regenerate... feed the lifecycle windows). The query's Pattern
+        gets per-learning EFFECTIVE_FOR counts. One transaction. A second outcome for the same
+        context raises InvalidInputError (an implicit one may be replaced once); an unknown
+        context raises NotFoundError.
+        """
+        from graphmem import outcomes
+
+        return outcomes.record_outcome(self, context_id, success=success, rating=rating, reasons=reasons)
+
+    def run_cycle(self) -> CycleReport:
+        """Run the lifecycle once: windows and status transitions, hypothesis → belief,
+        TTL pruning, tiers and confidence decay. Returns what changed (CycleReport)."""
+        from graphmem import lifecycle
+
+        return lifecycle.run_cycle(self)
+
+    def pattern_scores(self, query_embedding: Any, user: str | None = None) -> dict[str, float]:
+        """Per-pattern effectiveness (seed 002): ``{learning_id: helpful/(helpful+harmful)}`` in
+        the stored Pattern nearest the query embedding (cosine >= Settings.pattern_similarity),
+        {} when none is near. Ranking adds ``Settings.pattern_boost * value``."""
+        from graphmem import outcomes
+
+        return outcomes.pattern_scores(self, np.asarray(query_embedding, dtype=np.float32), user)
+
+    def _after_event(self, event: Event) -> None:
+        """The implicit outcome tracker (seed 003): tool results become outcomes of recent contexts."""
+        from graphmem import outcomes
+
+        if event.kind in ("tool_call", "tool_result") and event.tool_name:
+            outcomes.after_event(self, event)
+
+
+    # --- promotion, insights, export (issue 6) ----------------------------------------------
+    def promote(self, path: str | os.PathLike[str], *, min_confidence: float | None = None) -> PromoteReport:
+        """Write this user's pinned, high-confidence, active learnings into the marked section
+        of an instruction file (AGENTS.md, CLAUDE.md...); idempotent. Returns a PromoteReport."""
+        from graphmem import promote
+
+        return promote.promote(self, path, min_confidence=min_confidence)
+
+    def sweep(self, paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> SweepReport:
+        """Remove promoted lines whose learnings were since contradicted, went stale or were
+        retired; archive and log them; keep hand-written lines. Returns a SweepReport."""
+        from graphmem import promote
+
+        targets = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        return promote.sweep(self, targets)
+
+    def insights(self, *, timeline: int = 50) -> Insights:
+        """Acceptance, pass/fallback/retry rates, rating coverage, per-learning standing,
+        counts per status and tier, active canaries and the latest transitions (Insights)."""
+        from graphmem import insights
+
+        return insights.compute(self, timeline=timeline)
+
+    def training_pairs(self, *, min_confidence: float = 0.0, feedback: str = "any") -> list[dict[str, Any]]:
+        """Successful episodes as chat-format training records (seed 004)."""
+        from graphmem import export
+
+        return export.training_pairs(self, min_confidence=min_confidence, feedback=feedback)[0]
+
+    def export_jsonl(
+        self, path: str | os.PathLike[str], *, min_confidence: float = 0.0, feedback: str = "any"
+    ) -> ExportReport:
+        """Write :meth:`training_pairs` to a JSONL file. Returns an ExportReport."""
+        from graphmem import export
+
+        return export.export_jsonl(self, path, min_confidence=min_confidence, feedback=feedback)
+
+    def export_graphml(self, path: str | os.PathLike[str]) -> ExportReport:
+        """Write the whole graph as GraphML through networkx. Returns an ExportReport."""
+        from graphmem import export
+
+        return export.export_graphml(self, path)
 
     # --- analysts ------------------------------------------------------------------------------
     def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False) -> list[dict[str, Any]]:
@@ -523,6 +939,14 @@ def _embedding_text(learning: Learning) -> str:
 
 def _union(a: Sequence[str], b: Sequence[str]) -> list[str]:
     return list(a) + [x for x in b if x not in a]
+
+
+def _scaled(hits: list[Hit], over: str) -> list[Hit]:
+    """For over="all": scores divided by the list's best, so learnings and events compare."""
+    if over != "all" or not hits:
+        return hits
+    top = max(h.score for h in hits) or 1.0
+    return [h.model_copy(update={"score": h.score / top}) for h in hits]
 
 
 def _default_llm() -> Any:

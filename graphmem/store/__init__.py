@@ -31,6 +31,7 @@ from graphmem.store.loop import LoopStore
 from graphmem.store.search import SearchStore
 from graphmem.store.summaries import SummaryStore
 from graphmem.store.retrieval import RetrievalStore
+from graphmem.store.traces import TraceStore
 
 
 @runtime_checkable
@@ -61,7 +62,7 @@ class GraphStore(Protocol):
     def save_objective(self, objective: Objective) -> None: ...
 
 
-class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore):
+class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(

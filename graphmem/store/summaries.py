@@ -1,0 +1,279 @@
+"""Summary nodes (seed 001, issue 5): staleness counters, pending changes, SUMMARIZED_IN edges.
+
+The policy (which learning feeds which summary, thresholds, when to refresh) lives in
+:mod:`graphmem.summaries`; this mixin only runs the queries. A Summary's id is
+``user_id + '|' + key``. ``pending`` (schema 004) holds the ids of the learnings written since the
+last refresh, so an incremental refresh reads those rows by primary key and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from graphmem.models import Learning, Summary
+from graphmem.store.kuzu_store import KuzuBase, from_db_time, to_db_time
+from graphmem.store.learnings import _RETURN, learning_from_row
+
+_SUMMARY_RETURN = (
+    "s.id AS id, s.key AS key, s.user_id AS user_id, s.kind AS kind, s.text AS text, "
+    "s.staleness AS staleness, s.threshold AS threshold, s.refreshed_at AS refreshed_at, "
+    "s.pending AS pending"
+)
+
+_BRIEF = (
+    "id", "user_id", "kind", "content", "recommendation", "sentiment", "status", "tier", "superseded_by",
+    "tool", "objective_type", "topics", "updated_at",
+)
+_BRIEF_RETURN = ", ".join(f"l.{p} AS {p}" for p in _BRIEF)
+
+# How a summary's kind scopes the learnings it covers (user_preferences: every learning of the user).
+_SCOPE = {
+    "user_preferences": "",
+    "tool": "-[:ABOUT_TOOL]->(:Tool {name: $name})",
+    "topic": "-[:ABOUT_TOPIC]->(:Topic {name: $name})",
+    "objective_type": "-[:FOR_OBJECTIVE_TYPE]->(:ObjectiveType {name: $name})",
+}
+_ELIGIBLE = (
+    "l.user_id = $user AND l.kind IN $kinds AND l.status IN $statuses "
+    "AND l.tier <> 'archive' AND l.superseded_by IS NULL"
+)
+
+
+@dataclass(frozen=True)
+class SummaryFeed:
+    """One summary a learning feeds (or fed): where to count the change."""
+
+    id: str
+    key: str
+    user_id: str
+    kind: str
+    threshold: int
+
+
+@dataclass
+class SummaryState:
+    """A summary with its pending (changed since refresh) learning ids."""
+
+    summary: Summary
+    pending: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        """The node's primary key."""
+        return summary_id(self.summary.user_id, self.summary.key)
+
+
+def summary_id(user_id: str, key: str) -> str:
+    """The primary key of a user's summary."""
+    return f"{user_id}|{key}"
+
+
+def _state_from_row(row: Mapping[str, Any]) -> SummaryState:
+    summary = Summary(
+        key=row["key"],
+        user_id=row["user_id"],
+        kind=row["kind"] or "user_preferences",
+        text=row["text"] or "",
+        staleness=int(row["staleness"] or 0),
+        threshold=int(row["threshold"] or 0),
+        refreshed_at=from_db_time(row["refreshed_at"]),
+    )
+    return SummaryState(summary, list(row["pending"] or []))
+
+
+def _params(**params: Any) -> dict[str, Any]:
+    """Query parameters without ``name`` when it is None (Kùzu refuses unused parameters)."""
+    if params.get("name") is None:
+        params.pop("name", None)
+    return params
+
+
+class SummaryStore(KuzuBase):
+    """Queries over Summary nodes and their SUMMARIZED_IN edges."""
+
+    def bump_summaries(
+        self, learning_id: str, feeds: Sequence[SummaryFeed], *, link: Sequence[str] = (), unlink: Sequence[str] = ()
+    ) -> list[SummaryState]:
+        """Count one change of ``learning_id`` on each summary in ``feeds`` (staleness + 1).
+
+        Creates missing Summary nodes (staleness 1) and adds the learning to their ``pending``
+        list; creates SUMMARIZED_IN edges to the summary ids in ``link`` (which must not be linked
+        yet) and deletes those to ``unlink``. Never scans a summary's edges, so the cost does not
+        grow with what the summary covers. Runs inside the caller's transaction when there is one.
+        """
+        if not feeds:
+            return []
+        rows = [{"id": f.id, "key": f.key, "user": f.user_id, "kind": f.kind, "threshold": int(f.threshold)} for f in feeds]
+        out = self.write(
+            "UNWIND $rows AS r "
+            "MERGE (s:Summary {id: r.id}) ON CREATE SET s.key = r.key, s.user_id = r.user, s.kind = r.kind, "
+            "s.text = '', s.staleness = 0, s.pending = CAST([] AS STRING[]) "
+            "SET s.staleness = s.staleness + 1, s.threshold = r.threshold, "
+            "s.pending = CASE WHEN list_contains(s.pending, $lid) THEN s.pending ELSE list_append(s.pending, $lid) END "
+            f"RETURN {_SUMMARY_RETURN}",
+            {"lid": learning_id, "rows": rows},
+        )
+        if link:
+            self.write(
+                "MATCH (l:Learning {id: $lid}) UNWIND $ids AS sid MATCH (s:Summary {id: sid}) "
+                "CREATE (l)-[:SUMMARIZED_IN]->(s)",
+                {"lid": learning_id, "ids": list(link)},
+            )
+        if unlink:
+            self.write(
+                "MATCH (l:Learning {id: $lid})-[e:SUMMARIZED_IN]->(s:Summary) WHERE s.id IN $ids DELETE e",
+                {"lid": learning_id, "ids": list(unlink)},
+            )
+        return [_state_from_row(r) for r in out]
+
+    def summary_inputs(self, ids: Sequence[str]) -> list[Learning]:
+        """Learnings by id with only the fields summaries read (one primary-key lookup each).
+
+        Other fields keep the model's defaults: use these for summarizing, never for saving.
+        """
+        out = []
+        for ident in ids:
+            rows = self.read(f"MATCH (l:Learning {{id: $id}}) RETURN {_BRIEF_RETURN}", {"id": ident})
+            if rows:
+                data = dict(rows[0])
+                data["updated_at"] = from_db_time(data["updated_at"])
+                data["topics"] = list(data["topics"] or [])
+                out.append(Learning.model_validate({k: v for k, v in data.items() if v is not None or k == "superseded_by"}))
+        return out
+
+    def linked_summaries(self, learning_id: str) -> list[SummaryFeed]:
+        """The summaries ``learning_id`` is SUMMARIZED_IN now."""
+        rows = self.read(
+            "MATCH (l:Learning {id: $lid})-[:SUMMARIZED_IN]->(s:Summary) "
+            "RETURN s.id AS id, s.key AS key, s.user_id AS user_id, s.kind AS kind, s.threshold AS threshold",
+            {"lid": learning_id},
+        )
+        return [SummaryFeed(r["id"], r["key"], r["user_id"], r["kind"], int(r["threshold"] or 0)) for r in rows]
+
+    def get_summary_state(self, user_id: str, key: str) -> SummaryState | None:
+        """One summary by user and key, None if it does not exist yet."""
+        rows = self.read(f"MATCH (s:Summary {{id: $id}}) RETURN {_SUMMARY_RETURN}", {"id": summary_id(user_id, key)})
+        return _state_from_row(rows[0]) if rows else None
+
+    def summary_states(self, user_id: str | None = None, *, due_only: bool = False, ids: Sequence[str] | None = None) -> list[SummaryState]:
+        """Summaries of one user (or all), optionally only those at/over threshold or by id."""
+        where: list[str] = []
+        params: dict[str, Any] = {}
+        if user_id is not None:
+            where.append("s.user_id = $user")
+            params["user"] = user_id
+        if due_only:
+            where.append("s.staleness > 0 AND s.staleness >= s.threshold")
+        if ids is not None:
+            where.append("s.id IN $ids")
+            params["ids"] = list(ids)
+        query = "MATCH (s:Summary)" + (" WHERE " + " AND ".join(where) if where else "")
+        rows = self.read(f"{query} RETURN {_SUMMARY_RETURN} ORDER BY s.user_id, s.key", params)
+        return [_state_from_row(r) for r in rows]
+
+    def covered_learnings(
+        self,
+        user_id: str,
+        kind: str,
+        name: str | None,
+        *,
+        kinds: Sequence[str],
+        statuses: Sequence[str],
+        limit: int,
+    ) -> list[Learning]:
+        """The eligible learnings a summary covers: corrections first, then most recently updated."""
+        rows = self.read(
+            f"MATCH (l:Learning){_SCOPE[kind]} WHERE {_ELIGIBLE} "
+            f"WITH l, CASE WHEN l.sentiment = 'negative' THEN 0 ELSE 1 END AS neg "
+            f"RETURN {_RETURN}, neg ORDER BY neg, l.updated_at DESC LIMIT $limit",
+            _params(user=user_id, name=name, kinds=list(kinds), statuses=list(statuses), limit=int(limit)),
+        )
+        return [learning_from_row(r) for r in rows]
+
+    def relink_summary(self, user_id: str, key: str, kind: str, name: str | None, *, kinds: Sequence[str], statuses: Sequence[str]) -> None:
+        """Make SUMMARIZED_IN edges match exactly the eligible learnings a summary covers (full rebuilds)."""
+        params = _params(sid=summary_id(user_id, key), user=user_id, name=name, kinds=list(kinds), statuses=list(statuses))
+        with self.transaction():
+            self.write(
+                f"MATCH (l:Learning)-[e:SUMMARIZED_IN]->(:Summary {{id: $sid}}) WHERE NOT ({_ELIGIBLE}) DELETE e",
+                {k: v for k, v in params.items() if k != "name"},
+            )
+            self.write(
+                f"MATCH (s:Summary {{id: $sid}}) MATCH (l:Learning){_SCOPE[kind]} WHERE {_ELIGIBLE} "
+                "MERGE (l)-[:SUMMARIZED_IN]->(s)",
+                params,
+            )
+
+    def ensure_summary(self, user_id: str, key: str, kind: str, threshold: int) -> None:
+        """Create an empty Summary node (staleness 0) if it does not exist; used by forced refreshes."""
+        self.write(
+            "MERGE (s:Summary {id: $id}) ON CREATE SET s.key = $key, s.user_id = $user, s.kind = $kind, "
+            "s.text = '', s.staleness = 0, s.threshold = $threshold, s.pending = CAST([] AS STRING[])",
+            {"id": summary_id(user_id, key), "key": key, "user": user_id, "kind": kind, "threshold": int(threshold)},
+        )
+
+    def summary_names(self, user_id: str) -> dict[str, list[str]]:
+        """The tools, topics and objective types this user's learnings are about (forced refreshes)."""
+        out: dict[str, list[str]] = {}
+        for kind, scope in (("tool", "ABOUT_TOOL]->(x:Tool"), ("topic", "ABOUT_TOPIC]->(x:Topic"),
+                            ("objective_type", "FOR_OBJECTIVE_TYPE]->(x:ObjectiveType")):
+            rows = self.read(
+                f"MATCH (l:Learning)-[:{scope}) WHERE l.user_id = $user RETURN DISTINCT x.name AS name ORDER BY name",
+                {"user": user_id},
+            )
+            out[kind] = [r["name"] for r in rows]
+        return out
+
+    def save_summary_refresh(
+        self,
+        user_id: str,
+        key: str,
+        *,
+        text: str,
+        embedding: np.ndarray,
+        refreshed_at: datetime,
+        consumed_staleness: int,
+        consumed_ids: Sequence[str],
+    ) -> SummaryState:
+        """Store a refreshed text; subtract what the refresh consumed from staleness and pending.
+
+        Changes written while the summarizer ran (another thread) stay counted for the next refresh.
+        """
+        sid = summary_id(user_id, key)
+        gone = set(consumed_ids)
+        with self.transaction():
+            rows = self.read(f"MATCH (s:Summary {{id: $id}}) RETURN {_SUMMARY_RETURN}", {"id": sid})
+            current = _state_from_row(rows[0]) if rows else None
+            staleness = max(0, current.summary.staleness - consumed_staleness) if current else 0
+            pending = [p for p in (current.pending if current else []) if p not in gone]
+            out = self.write(
+                "MATCH (s:Summary {id: $id}) SET s.text = $text, s.embedding = $embedding, "
+                "s.refreshed_at = $at, s.staleness = $staleness, s.pending = CAST($pending AS STRING[]) "
+                f"RETURN {_SUMMARY_RETURN}",
+                {"id": sid, "text": text, "embedding": [float(x) for x in embedding], "at": to_db_time(refreshed_at),
+                 "staleness": staleness, "pending": pending},
+            )
+        return _state_from_row(out[0])
+
+    def summary_embedding(self, user_id: str, key: str) -> np.ndarray | None:
+        """The stored embedding of a summary's text (None before its first refresh)."""
+        rows = self.read("MATCH (s:Summary {id: $id}) RETURN s.embedding AS e", {"id": summary_id(user_id, key)})
+        if not rows or rows[0]["e"] is None:
+            return None
+        return np.asarray(rows[0]["e"], dtype=np.float32)
+
+    def summary_learning_ids(self, user_id: str, key: str) -> list[str]:
+        """Ids of the learnings SUMMARIZED_IN a summary."""
+        rows = self.read(
+            "MATCH (l:Learning)-[:SUMMARIZED_IN]->(:Summary {id: $id}) RETURN l.id AS id ORDER BY id",
+            {"id": summary_id(user_id, key)},
+        )
+        return [r["id"] for r in rows]
+
+
+__all__ = ["SummaryFeed", "SummaryState", "SummaryStore", "summary_id"]

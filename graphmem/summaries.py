@@ -1,0 +1,307 @@
+"""Pre-computed summaries of learnings (seed 001 PreferenceSummarizer), refreshed incrementally.
+
+Keys (one Summary node per user and key, id ``user_id|key``):
+
+- ``user_preferences``: every eligible learning of the user whose kind is an instruction
+  (rule, preference, checklist, bug_fix, prompt); always in context.
+- ``learning:tool:<name>``, ``learning:topic:<name>``, ``learning:objective_type:<type>``: the
+  eligible learnings about that tool / topic / objective type (observations included).
+
+Eligible means status active or canary, tier not archive, not superseded; hypotheses never feed
+a summary. Every write of a learning adds 1 to the staleness of exactly the summaries it feeds,
+or fed until this write (a retired learning counts once more, to be dropped), inside the writer's
+transaction, and records the learning id in the summary's ``pending`` list. A summary whose
+staleness reaches its kind's threshold (``Settings.summary_thresholds``) is due. Refreshing it
+hands the summarizer the previous text, the pending learnings that still feed it (corrections
+first, then newest) and those that no longer do (to drop): cost follows the change, not the
+memory. Without previous text, or with ``force``, the summary is rebuilt from the
+``summary_max_learnings`` best covered learnings.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from graphmem.errors import GraphmemError, InvalidInputError, NotFoundError
+from graphmem.llm.prompts import summary_request
+from graphmem.llm.schemas import SummaryOutput
+from graphmem.models import Learning, Summary
+from graphmem.store.summaries import SummaryFeed, SummaryState, summary_id
+
+if TYPE_CHECKING:
+    from graphmem.config import Settings
+    from graphmem.memory import Memory
+
+log = logging.getLogger(__name__)
+
+USER_PREFERENCES = "user_preferences"
+SCOPED_KINDS: tuple[str, ...] = ("tool", "topic", "objective_type")
+"""Summary kinds scoped to one tool / topic / objective type (key ``learning:<kind>:<name>``)."""
+ELIGIBLE_STATUSES: tuple[str, ...] = ("active", "canary")
+PREFERENCE_KINDS: tuple[str, ...] = ("rule", "preference", "checklist", "bug_fix", "prompt")
+"""Learning kinds that feed ``user_preferences`` (instructions, not raw observations)."""
+SCOPED_LEARNING_KINDS: tuple[str, ...] = PREFERENCE_KINDS + ("observation",)
+"""Learning kinds that feed tool / topic / objective-type summaries."""
+
+
+# --- keys ------------------------------------------------------------------------------------
+def summary_key(kind: str, name: str | None = None) -> str:
+    """The key of a summary: ``user_preferences`` or ``learning:<kind>:<name>``."""
+    if kind == USER_PREFERENCES:
+        return USER_PREFERENCES
+    if kind not in SCOPED_KINDS or not name:
+        raise InvalidInputError(f"a summary kind is user_preferences, tool, topic or objective_type (with a name), got {kind!r}")
+    return f"learning:{kind}:{name}"
+
+
+def parse_key(key: str) -> tuple[str, str | None]:
+    """``(kind, name)`` of a summary key; InvalidInputError saying the valid forms otherwise."""
+    if key == USER_PREFERENCES:
+        return USER_PREFERENCES, None
+    parts = key.split(":", 2) if isinstance(key, str) else []
+    if len(parts) == 3 and parts[0] == "learning" and parts[1] in SCOPED_KINDS and parts[2]:
+        return parts[1], parts[2]
+    raise InvalidInputError(
+        f"unknown summary key {key!r}; keys are 'user_preferences', 'learning:tool:<name>', "
+        "'learning:topic:<name>' and 'learning:objective_type:<type>'"
+    )
+
+
+def learning_kinds_for(kind: str) -> tuple[str, ...]:
+    """The learning kinds a summary kind covers."""
+    return PREFERENCE_KINDS if kind == USER_PREFERENCES else SCOPED_LEARNING_KINDS
+
+
+def is_eligible(learning: Learning) -> bool:
+    """Whether a learning may feed any summary (in use, not archived, not superseded)."""
+    return (
+        learning.status in ELIGIBLE_STATUSES
+        and learning.tier != "archive"
+        and learning.superseded_by is None
+        and learning.kind in SCOPED_LEARNING_KINDS
+    )
+
+
+def feeds_of(learning: Learning, settings: Settings) -> list[SummaryFeed]:
+    """The summaries a learning feeds in its current state (none when it is not eligible)."""
+    if not is_eligible(learning):
+        return []
+    wanted: list[tuple[str, str | None]] = []
+    if learning.kind in PREFERENCE_KINDS:
+        wanted.append((USER_PREFERENCES, None))
+    if learning.tool:
+        wanted.append(("tool", learning.tool))
+    wanted.extend(("topic", t) for t in learning.topics)
+    if learning.objective_type:
+        wanted.append(("objective_type", learning.objective_type))
+    out: dict[str, SummaryFeed] = {}
+    for kind, name in wanted:
+        key = summary_key(kind, name)
+        out[key] = SummaryFeed(summary_id(learning.user_id, key), key, learning.user_id, kind, threshold_for(kind, settings))
+    return list(out.values())
+
+
+def threshold_for(kind: str, settings: Settings) -> int:
+    """The staleness at which a summary of ``kind`` is due (Settings.summary_thresholds)."""
+    return max(1, int(settings.summary_thresholds.get(kind, 5)))
+
+
+def prioritise(learnings: Iterable[Learning]) -> list[Learning]:
+    """Corrections (negative sentiment) first, then most recently updated (seed 001)."""
+    return sorted(learnings, key=lambda l: (l.sentiment != "negative", -l.updated_at.timestamp()))
+
+
+def removed_texts(learnings: Iterable[Learning]) -> list[str]:
+    """What the summary may say for learnings that no longer apply: content and recommendation."""
+    out: list[str] = []
+    for l in learnings:
+        for text in (l.content, l.recommendation):
+            if text and text not in out:
+                out.append(text)
+    return out
+
+
+def learning_items(learnings: Iterable[Learning]) -> list[dict[str, Any]]:
+    """Learnings in the shape ``prompts.summary_request`` takes."""
+    return [
+        {"content": l.content, "recommendation": l.recommendation, "sentiment": l.sentiment, "kind": l.kind, "tool": l.tool}
+        for l in learnings
+    ]
+
+
+# --- summarizers -----------------------------------------------------------------------------
+@runtime_checkable
+class Summarizer(Protocol):
+    """Turns a previous summary and what changed beneath it into the new summary text."""
+
+    def summarize(self, previous: str, changed: list[Learning], removed: list[Learning], max_bullets: int) -> str:
+        """The new text: ``previous`` updated with ``changed`` (already prioritised), minus ``removed``."""
+        ...
+
+
+class LLMSummarizer:
+    """Seed 001's SUMMARY_PROMPT through an :class:`~graphmem.llm.base.LLM` (5–10 actionable bullets)."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+
+    def summarize(self, previous: str, changed: list[Learning], removed: list[Learning], max_bullets: int) -> str:
+        """One LLM call; the answer's bullets as a markdown list."""
+        request = summary_request(previous, learning_items(changed), removed_texts(removed), max(0, min(10, max_bullets)))
+        output = self.llm.generate(request, SummaryOutput)
+        return output.text
+
+
+class ExtractiveSummarizer:
+    """No LLM: previous bullets minus the removed ones, plus one bullet per changed learning.
+
+    Deterministic; corrections first, near-duplicates merged (graphmem.llm.offline.summarize).
+    """
+
+    def summarize(self, previous: str, changed: list[Learning], removed: list[Learning], max_bullets: int) -> str:
+        """The extractive text as a markdown list."""
+        from graphmem.llm.offline import summarize
+
+        return summarize(previous, learning_items(changed), removed_texts(removed), max(0, min(10, max_bullets))).text
+
+
+# --- the service -----------------------------------------------------------------------------
+class SummaryService:
+    """Staleness bookkeeping and the incremental refresher for one :class:`~graphmem.memory.Memory`."""
+
+    def __init__(self, memory: Memory, summarizer: Summarizer | None = None) -> None:
+        self.memory = memory
+        self.summarizer: Summarizer = summarizer or LLMSummarizer(memory.llm)
+        self._due: set[str] = set()
+        self._lock = threading.Lock()
+
+    # --- write side --------------------------------------------------------------------------
+    def on_learnings_changed(self, learnings: Sequence[Learning], change: str) -> None:
+        """Inside the writer's transaction: count the change on every summary each learning feeds."""
+        store, settings = self.memory.store, self.memory.settings
+        due: list[str] = []
+        for learning in learnings:
+            feeds = feeds_of(learning, settings)
+            linked = [] if change == "created" else store.linked_summaries(learning.id)
+            keep = {f.id for f in feeds}
+            dropped = [
+                SummaryFeed(f.id, f.key, f.user_id, f.kind, threshold_for(f.kind, settings))
+                for f in linked if f.id not in keep
+            ]
+            linked_ids = {f.id for f in linked}
+            states = store.bump_summaries(
+                learning.id, feeds + dropped,
+                link=[f.id for f in feeds if f.id not in linked_ids], unlink=[f.id for f in dropped],
+            )
+            due += [s.id for s in states if s.summary.staleness >= s.summary.threshold]
+        if due:
+            store.on_commit(lambda: self._mark_due(due))
+
+    def _mark_due(self, ids: Iterable[str]) -> None:
+        with self._lock:
+            self._due.update(ids)
+
+    def after_write(self) -> None:
+        """After a commit: in inline mode, refresh the summaries the write made due."""
+        store = self.memory.store
+        if store._tx_depth and store._write_lock._is_owned():  # type: ignore[attr-defined]
+            return  # a batch is still open; its caller calls again after the commit
+        with self._lock:
+            if not self._due:
+                return
+            if self.memory.settings.summary_refresh != "inline":
+                self._due.clear()
+                return
+            ids, self._due = sorted(self._due), set()
+        try:
+            self.refresh(ids=ids, all_users=True)
+        except GraphmemError as e:  # the write itself committed; the summary stays stale
+            log.warning("inline summary refresh failed (will retry after the next write): %s", e)
+            self._mark_due(ids)
+
+    # --- refresher -----------------------------------------------------------------------------
+    def refresh(self, *, force: bool = False, all_users: bool = False, ids: Sequence[str] | None = None) -> list[Summary]:
+        """Refresh due summaries (all of the user's with ``force``); returns the refreshed ones."""
+        store, user = self.memory.store, self.memory.user
+        if force:
+            self._ensure_all(user)
+        states = store.summary_states(None if all_users else user, due_only=not force, ids=ids)
+        return [self._refresh_one(state, full=force or not state.summary.text) for state in states]
+
+    def _ensure_all(self, user: str) -> None:
+        """Create the user's summaries that no write has created yet (forced refreshes)."""
+        store, settings = self.memory.store, self.memory.settings
+        with store.transaction():
+            store.ensure_summary(user, USER_PREFERENCES, USER_PREFERENCES, threshold_for(USER_PREFERENCES, settings))
+            for kind, names in store.summary_names(user).items():
+                for name in names:
+                    store.ensure_summary(user, summary_key(kind, name), kind, threshold_for(kind, settings))
+
+    def _refresh_one(self, state: SummaryState, *, full: bool) -> Summary:
+        memory, store, settings = self.memory, self.memory.store, self.memory.settings
+        s = state.summary
+        kind, name = parse_key(s.key)
+        kinds = learning_kinds_for(kind)
+        limit = max(1, settings.summary_max_learnings)
+        if full:
+            changed = store.covered_learnings(s.user_id, kind, name, kinds=kinds, statuses=ELIGIBLE_STATUSES, limit=limit)
+            removed: list[Learning] = []
+            previous = ""
+            store.relink_summary(s.user_id, s.key, kind, name, kinds=kinds, statuses=ELIGIBLE_STATUSES)
+        else:
+            fetched = store.summary_inputs(state.pending)
+            feeding = {l.id for l in fetched if any(f.key == s.key for f in feeds_of(l, settings))}
+            changed = prioritise(l for l in fetched if l.id in feeding)[:limit]
+            removed = [l for l in fetched if l.id not in feeding]
+            previous = s.text
+        text = self.summarizer.summarize(previous, changed, removed, settings.summary_max_bullets)
+        saved = store.save_summary_refresh(
+            s.user_id, s.key, text=text, embedding=memory._embed_one(text), refreshed_at=memory.now(),
+            consumed_staleness=s.staleness, consumed_ids=state.pending,
+        )
+        return saved.summary
+
+    # --- reads ---------------------------------------------------------------------------------
+    def get(self, key: str) -> Summary:
+        """This user's summary ``key``; an empty one for a user_preferences not yet written."""
+        kind, _ = parse_key(key)
+        state = self.memory.store.get_summary_state(self.memory.user, key)
+        if state is not None:
+            return state.summary
+        if kind == USER_PREFERENCES:
+            return Summary(key=key, user_id=self.memory.user, kind=kind, threshold=threshold_for(kind, self.memory.settings))
+        raise NotFoundError(
+            f"no summary {key!r} for user {self.memory.user!r}: it is created when a learning about it is "
+            "written; list the existing ones with Memory.summaries() (CLI: graphmem refresh --force to build all)"
+        )
+
+    def list(self) -> list[Summary]:
+        """All of this user's summaries, by key."""
+        return [st.summary for st in self.memory.store.summary_states(self.memory.user)]
+
+    def user_preferences_text(self) -> str:
+        """The text of this user's user_preferences summary, "" until it is first refreshed."""
+        state = self.memory.store.get_summary_state(self.memory.user, USER_PREFERENCES)
+        return state.summary.text if state else ""
+
+
+__all__ = [
+    "ELIGIBLE_STATUSES",
+    "PREFERENCE_KINDS",
+    "SCOPED_KINDS",
+    "SCOPED_LEARNING_KINDS",
+    "USER_PREFERENCES",
+    "ExtractiveSummarizer",
+    "LLMSummarizer",
+    "Summarizer",
+    "SummaryService",
+    "feeds_of",
+    "is_eligible",
+    "parse_key",
+    "prioritise",
+    "summary_key",
+    "threshold_for",
+]
