@@ -129,50 +129,83 @@ def graph_candidates(
     settings: Settings,
     linked: frozenset[tuple[str, str]] = frozenset(),
     pool: Sequence[str] = (),
+    sims: np.ndarray | None = None,
 ) -> dict[int, GraphHit]:
     """Eligible rows reachable from the anchors, with path weights and readable paths.
 
     One hop (learning → tool/entity/topic/objective type named by the caller or in the query)
-    weighs 1 per anchor reached. The second hop goes anchor entity/topic → RELATED neighbour →
-    learning, weighs ``graph_hop_decay``, takes at most ``graph_fanout_cap`` neighbours (the
-    heaviest co-occurrences) and at most ``graph_fanout_cap`` learnings from any one neighbour.
-    ``linked`` marks anchors found in the query text rather than passed by the caller. At most
-    ``graph_anchor_cap`` learnings come from any one anchor, plus its learnings in ``pool`` (ids
-    the vector and full-text signals found).
+    weighs 1 per anchor reached. The second hop goes anchor entity/topic → co-occurring
+    (RELATED) neighbour → learning, weighs ``graph_hop_decay``, uses at most
+    min(``graph_fanout_cap``, ``graph_second_hop_neighbours``) neighbours (the heaviest) and at
+    most ``graph_fanout_cap`` learnings from any one of them (the closest to the query when
+    ``sims`` is given, else the best-scored). ``linked`` marks anchors found in the query text.
+
+    Runs over the catalog's in-memory mirror of the edges (graphmem/store/anchors.py), fully
+    vectorised; explanations are built only for the rows kept: the best
+    ``graph_anchor_cap`` by weight, cosine and online score, plus any reached row in ``pool``
+    (ids the other signals found), so those still get the graph's support.
     """
-    hits: dict[int, GraphHit] = {}
-    rows = catalog.vectors.rows
-
-    def add(ident: str, weight: float, path: str) -> None:
-        row = rows.get(ident)
-        if row is None or not mask[row]:
-            return
-        hit = hits.setdefault(row, GraphHit())
-        if path not in hit.paths:
-            hit.weight += weight
-            hit.paths.append(path)
-
-    for ident, kind, name in store.one_hop_learnings(anchors, settings.graph_anchor_cap, pool):
-        label = kind.replace("_", " ")
-        suffix = " (named in query)" if (kind, name) in linked else ""
-        add(ident, 1.0, f"via {label} {name}{suffix}")
+    index = catalog.anchors
+    n = len(catalog)
+    if n == 0:
+        return {}
+    weight = np.zeros(n, dtype=np.float64)
+    first: list[tuple[str, str]] = [
+        (kind, name) for kind, names in anchors.items() for name in names if kind in ("tool", "entity", "topic", "objective_type")
+    ]
+    for anchor in first:
+        rows = index.rows_of(anchor)
+        if rows.size:
+            weight[rows] += 1.0
     cap = settings.graph_fanout_cap
     decay = settings.graph_hop_decay
-    entities, topics = anchors.get("entity", []), anchors.get("topic", [])
-    if decay > 0 and cap > 0 and (entities or topics):
+    second: list[tuple[tuple[str, str], tuple[str, str], np.ndarray]] = []
+    related = [a for a in first if a[0] in ("entity", "topic")]
+    if decay > 0 and cap > 0 and related:
         width = min(cap, settings.graph_second_hop_neighbours)
-        anchor_set = {("entity", e) for e in entities} | {("topic", t) for t in topics}
-        neighbours = [
-            nb
-            for nb in store.related_neighbours(entities, topics, width + len(anchor_set))
-            if (nb[0], nb[1]) not in anchor_set
-        ][:width]
-        via: dict[tuple[str, str], tuple[str, str]] = {}
-        for kind, name, via_kind, via_name, _w in neighbours:
-            via.setdefault((kind, name), (via_kind, via_name))
-        for ident, kind, name in store.second_hop_learnings(list(via), cap):
-            via_kind, via_name = via[(kind, name)]
-            add(ident, decay, f"2 hops via {via_kind} {via_name} → {kind} {name}")
+        order_key = sims if sims is not None else catalog.col("score")
+        for neighbour, via, _w in index.neighbours(related, width):
+            rows = index.rows_of(neighbour)
+            rows = rows[mask[rows]]
+            if rows.size > cap:
+                rows = rows[np.argpartition(-order_key[rows], cap - 1)[:cap]]
+            if rows.size:
+                weight[rows] += decay
+                second.append((neighbour, via, rows))
+    weight[~mask] = 0.0
+    reached = np.flatnonzero(weight)
+    if reached.size == 0:
+        return {}
+    keep_n = max(settings.graph_anchor_cap, settings.candidates_per_source)
+    if reached.size > keep_n:
+        cos = sims[reached] if sims is not None else np.zeros(reached.size)
+        order = np.lexsort((-catalog.col("score")[reached], -cos, -weight[reached]))
+        kept = set(reached[order[:keep_n]].tolist())
+        id_rows = catalog.vectors.rows
+        kept.update(r for r in (id_rows.get(i) for i in pool) if r is not None and weight[r] > 0)
+    else:
+        kept = set(reached.tolist())
+    hits: dict[int, GraphHit] = {}
+    for anchor in first:
+        members = index.rows.get(anchor)
+        if not members:
+            continue
+        kind, name = anchor
+        suffix = " (named in query)" if anchor in linked else ""
+        path = f"via {kind.replace('_', ' ')} {name}{suffix}"
+        for row in kept & members if len(kept) < len(members) else (r for r in members if r in kept):
+            hit = hits.setdefault(row, GraphHit())
+            if path not in hit.paths:
+                hit.weight += 1.0
+                hit.paths.append(path)
+    for (nkind, nname), (vkind, vname), rows in second:
+        path = f"2 hops via {vkind} {vname} → {nkind} {nname}"
+        for row in rows.tolist():
+            if row in kept:
+                hit = hits.setdefault(row, GraphHit())
+                if path not in hit.paths:
+                    hit.weight += decay
+                    hit.paths.append(path)
     return hits
 
 

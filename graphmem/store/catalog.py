@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from graphmem.models import STATUSES, TIERS, Learning
+from graphmem.store.anchors import Anchor, AnchorIndex, anchors_of
 
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 TIER_CODE = {t: i for i, t in enumerate(TIERS)}
@@ -132,6 +133,7 @@ class LearningCatalog:
 
     def __init__(self, dim: int) -> None:
         self.vectors = VectorMatrix(dim)
+        self.anchors = AnchorIndex()
         self.user: list[str] = []
         self.tool: list[str | None] = []
         self.keys: dict[tuple[str, str], str] = {}
@@ -195,6 +197,9 @@ class LearningCatalog:
         else:
             self.user[row] = learning.user_id
             self.tool[row] = learning.tool
+        self.anchors.set_row(
+            row, anchors_of(learning.tool, learning.entities, learning.topics, learning.objective_type)
+        )
         for name, value in self._values(learning, content_key).items():
             self.cols[name][row] = value
         old_key = self._key_of.get(learning.id)
@@ -210,6 +215,7 @@ class LearningCatalog:
         if moved is None:
             return
         row, last = moved
+        self.anchors.move(last, row)
         if row != last:
             self.user[row] = self.user[last]
             self.tool[row] = self.tool[last]
@@ -233,9 +239,11 @@ class LearningCatalog:
         content_keys: list[str],
         vectors: np.ndarray,
         columns: dict[str, np.ndarray],
+        anchors: list[tuple[Anchor, ...]] | None = None,
     ) -> None:
         """Rebuild from scratch out of column arrays (used on open; no per-row models)."""
         self.vectors.bulk_load(ids, vectors)
+        self.anchors.load(anchors if anchors is not None else [() for _ in ids])
         self.user, self.tool = list(users), list(tools)
         n = max(16, len(ids))
         self.cols = {}

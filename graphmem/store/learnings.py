@@ -10,6 +10,7 @@ import numpy as np
 
 from graphmem.errors import NotFoundError
 from graphmem.models import Learning, LearningLinks, Transition
+from graphmem.store.anchors import anchors_of
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE
 from graphmem.store.kuzu_store import KuzuBase, from_db_time, to_db_time
 from graphmem.store.text import content_key, search_text
@@ -54,7 +55,30 @@ _SET_ALL = ", ".join(f"l.{p} = ${p}" for p in LEARNING_PROPS if p != "id")
 
 
 class LearningStore(KuzuBase):
-    """Learning nodes, their association edges, and the in-memory learning catalog."""
+    """Learning nodes, their association edges, and the in-memory learning catalog.
+
+    Full rows read by id are cached (bounded) and refreshed after every commit that writes the
+    learning, so the few rows context() returns rarely cost a Kùzu round trip.
+    """
+
+    CACHE_SIZE = 8192
+
+    def _cache(self) -> dict[str, Learning]:
+        cache: dict[str, Learning] | None = getattr(self, "_learning_cache", None)
+        if cache is None:
+            cache = {}
+            self._learning_cache = cache
+        return cache
+
+    def _remember(self, learning: Learning) -> None:
+        cache = self._cache()
+        if len(cache) >= self.CACHE_SIZE:
+            cache.clear()
+        cache[learning.id] = learning.model_copy(deep=True)
+
+    def forget_cached_learnings(self) -> None:
+        """Drop every cached row (after writes that bypass save_learning, e.g. raw Cypher)."""
+        self._cache().clear()
 
     def insert_learning(self, learning: Learning, embedding: np.ndarray, links: LearningLinks) -> None:
         """Write the learning, its Tool/Topic/Entity/ObjectiveType nodes and edges in one transaction."""
@@ -65,7 +89,7 @@ class LearningStore(KuzuBase):
             self.write(f"CREATE (l:Learning {{{props}}})", params)
             self._link(learning.id, links, learning.created_at)
             key = params["content_key"]
-            self.on_commit(lambda: self.learning_catalog.upsert(learning, embedding, key))
+            self.on_commit(lambda: self._committed(learning, embedding, key))
 
     def _link(self, learning_id: str, links: LearningLinks, when: datetime) -> None:
         ts = to_db_time(when)
@@ -138,24 +162,35 @@ class LearningStore(KuzuBase):
         if not rows:
             raise NotFoundError(f"no learning with id {learning.id!r}")
         key = params["content_key"]
-        self.on_commit(lambda: self.learning_catalog.upsert(learning, embedding, key))
+        self.on_commit(lambda: self._committed(learning, embedding, key))
+
+    def _committed(self, learning: Learning, embedding: np.ndarray | None, key: str) -> None:
+        self.learning_catalog.upsert(learning, embedding, key)
+        self._remember(learning)
 
     def get_learning(self, learning_id: str) -> Learning:
         """One learning by id; NotFoundError if there is none."""
+        cached = self._cache().get(learning_id)
+        if cached is not None and not self._tx_depth:
+            return cached.model_copy(deep=True)
         rows = self.read(f"MATCH (l:Learning {{id: $id}}) RETURN {_RETURN}", {"id": learning_id})
         if not rows:
             raise NotFoundError(
                 f"no learning with id {learning_id!r}; list ids with Memory.learnings() or `graphmem list`"
             )
-        return learning_from_row(rows[0])
+        learning = learning_from_row(rows[0])
+        if not self._tx_depth:
+            self._remember(learning)
+        return learning
 
     def get_learnings(self, ids: Sequence[str]) -> list[Learning]:
-        """Learnings by id, in the order given (missing ids skipped). One PK lookup each."""
+        """Learnings by id, in the order given (missing ids skipped); cached rows first."""
         out = []
         for ident in ids:
-            rows = self.read(f"MATCH (l:Learning {{id: $id}}) RETURN {_RETURN}", {"id": ident})
-            if rows:
-                out.append(learning_from_row(rows[0]))
+            try:
+                out.append(self.get_learning(ident))
+            except NotFoundError:
+                continue
         return out
 
     def learning_embedding(self, learning_id: str) -> np.ndarray:
@@ -215,7 +250,7 @@ class LearningStore(KuzuBase):
         cols = (
             "id", "user_id", "tool", "content_key", "status", "tier", "superseded_by", "shared",
             "helpful", "harmful", "validations", "confidence", "score", "canary_allocation",
-            "created_at", "updated_at", "ttl_days",
+            "created_at", "updated_at", "ttl_days", "topics", "entities", "objective_type",
         )
         proj = ", ".join(f"l.{c} AS {c}" for c in cols) + ", l.embedding AS embedding"
         result = self._conn().execute(f"MATCH (l:Learning) RETURN {proj}")
@@ -258,8 +293,13 @@ class LearningStore(KuzuBase):
             "updated_at": seconds("updated_at"),
             "expires_at": expires,
         }
+        tools = pylist("tool")
+        anchors = [
+            anchors_of(tool, entities or (), topics or (), otype)
+            for tool, entities, topics, otype in zip(tools, pylist("entities"), pylist("topics"), pylist("objective_type"))
+        ]
         self.learning_catalog.load_columns(
-            pylist("id"), pylist("user_id"), pylist("tool"), pylist("content_key"), vectors, columns
+            pylist("id"), pylist("user_id"), tools, pylist("content_key"), vectors, columns, anchors
         )
 
     def log_transition(self, transition: Transition) -> None:

@@ -1,0 +1,129 @@
+"""An in-memory mirror of the learnings' association edges, for graph expansion on the hot path.
+
+An *anchor* is a node a learning links to: ``("tool", name)`` over ABOUT_TOOL, ``("entity", name)``
+over MENTIONS, ``("topic", name)`` over ABOUT_TOPIC, ``("objective_type", name)`` over
+FOR_OBJECTIVE_TYPE. The index maps each anchor to the catalog rows linked to it, and counts how
+many learnings link each pair of entity/topic anchors together: the co-occurrence the RELATED
+edges record, by which the second hop travels.
+
+Measured at 10k learnings on this machine, a one-hop expansion from a busy entity through Kùzu
+took 16 ms and a capped second hop 12–25 ms; from this mirror both take well under a
+millisecond. The graph in Kùzu stays the source of truth: the mirror is rebuilt from it on
+open and updated after every commit, like the embedding matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+Anchor = tuple[str, str]
+ANCHOR_KINDS = ("tool", "entity", "topic", "objective_type")
+_RELATED_KINDS = frozenset({"entity", "topic"})
+
+
+def anchors_of(
+    tool: str | None, entities: Iterable[str], topics: Iterable[str], objective_type: str | None
+) -> tuple[Anchor, ...]:
+    """The anchors one learning links to, in a stable order."""
+    out: list[Anchor] = []
+    if tool:
+        out.append(("tool", tool))
+    out.extend(("entity", e) for e in entities if e)
+    out.extend(("topic", t) for t in topics if t)
+    if objective_type:
+        out.append(("objective_type", objective_type))
+    return tuple(dict.fromkeys(out))
+
+
+class AnchorIndex:
+    """anchor → rows, row → anchors, and entity/topic co-occurrence counts."""
+
+    def __init__(self) -> None:
+        self.rows: dict[Anchor, set[int]] = {}
+        self.of_row: list[tuple[Anchor, ...]] = []
+        self.cooc: dict[Anchor, dict[Anchor, int]] = {}
+        self._arrays: dict[Anchor, np.ndarray] = {}
+
+    def set_row(self, row: int, anchors: tuple[Anchor, ...]) -> None:
+        """Record that catalog row ``row`` links exactly ``anchors`` (a new row is appended)."""
+        if row == len(self.of_row):
+            self.of_row.append(())
+        old = self.of_row[row]
+        if old == anchors:
+            return
+        for a in old:
+            self.rows[a].discard(row)
+            self._arrays.pop(a, None)
+        self._count(old, -1)
+        for a in anchors:
+            self.rows.setdefault(a, set()).add(row)
+            self._arrays.pop(a, None)
+        self._count(anchors, +1)
+        self.of_row[row] = anchors
+
+    def _count(self, anchors: tuple[Anchor, ...], delta: int) -> None:
+        related = [a for a in anchors if a[0] in _RELATED_KINDS]
+        for i, a in enumerate(related):
+            for b in related[i + 1 :]:
+                for x, y in ((a, b), (b, a)):
+                    counts = self.cooc.setdefault(x, {})
+                    value = counts.get(y, 0) + delta
+                    if value > 0:
+                        counts[y] = value
+                    else:
+                        counts.pop(y, None)
+
+    def move(self, from_row: int, to_row: int) -> None:
+        """Follow a swap-remove in the catalog: ``from_row`` (the last) now lives at ``to_row``."""
+        removed = self.of_row[to_row]
+        for a in removed:
+            self.rows[a].discard(to_row)
+            self._arrays.pop(a, None)
+        self._count(removed, -1)
+        if from_row != to_row:
+            moved = self.of_row[from_row]
+            for a in moved:
+                self.rows[a].discard(from_row)
+                self.rows[a].add(to_row)
+                self._arrays.pop(a, None)
+            self.of_row[to_row] = moved
+        self.of_row.pop()
+
+    def load(self, of_row: list[tuple[Anchor, ...]]) -> None:
+        """Rebuild from every row's anchors (on open)."""
+        self.rows, self.of_row, self.cooc, self._arrays = {}, [], {}, {}
+        for row, anchors in enumerate(of_row):
+            self.of_row.append(())
+            self.set_row(row, anchors)
+
+    def rows_of(self, anchor: Anchor) -> np.ndarray:
+        """The catalog rows linked to ``anchor`` (a cached int64 array; empty when unknown)."""
+        arr = self._arrays.get(anchor)
+        if arr is None:
+            members = self.rows.get(anchor)
+            arr = np.fromiter(members, dtype=np.int64, count=len(members)) if members else np.zeros(0, np.int64)
+            self._arrays[anchor] = arr
+        return arr
+
+    def neighbours(self, anchors: Iterable[Anchor], k: int) -> list[tuple[Anchor, Anchor, int]]:
+        """The ``k`` heaviest co-occurring entity/topic neighbours of ``anchors``.
+
+        Returns (neighbour, via anchor, weight), heaviest first; the anchors themselves are
+        excluded, and a neighbour reached from several anchors keeps its heaviest link.
+        """
+        given = set(anchors)
+        best: dict[Anchor, tuple[int, Anchor]] = {}
+        for a in given:
+            for nb, w in self.cooc.get(a, {}).items():
+                if nb in given:
+                    continue
+                if nb not in best or w > best[nb][0]:
+                    best[nb] = (w, a)
+        ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))[: max(k, 0)]
+        return [(nb, via, w) for nb, (w, via) in ranked]
+
+    def names(self, kind: str) -> list[str]:
+        """Every known anchor name of one kind."""
+        return [name for (k, name), rows in self.rows.items() if k == kind and rows]
