@@ -2,7 +2,7 @@
 
 ``graphmem --db F refresh`` refreshes the summaries whose staleness reached their threshold;
 ``--force`` rebuilds all of the user's; ``--all-users`` covers every user's due summaries;
-``--watch SECONDS`` repeats every SECONDS with a live status line until Ctrl-C. In the loop the
+``--watch SECONDS`` repeats every SECONDS with a live status line until Ctrl-C (or SIGTERM). In the loop the
 database file is opened only for the duration of each pass, so the file is free in between
 (Kùzu allows one process per file); a pass that finds the file locked waits for the next one.
 """
@@ -10,7 +10,9 @@ database file is opened only for the duration of each pass, so the file is free 
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -82,6 +84,7 @@ class WatchStats:
 def watch(interval: float, *, force: bool, all_users: bool, json_out: bool) -> WatchStats:
     """Run passes every ``interval`` seconds until KeyboardInterrupt; returns the totals."""
     stats = WatchStats(interval=interval)
+    previous_term = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() else None
     live = None if json_out else Live(stats.render(), console=console, refresh_per_second=4, transient=False)
     try:
         if live is not None:
@@ -116,7 +119,14 @@ def watch(interval: float, *, force: bool, all_users: bool, json_out: bool) -> W
             live.update(stats.render())
             live.stop()
         _release()
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
     return stats
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM stops the loop like Ctrl-C (service managers send it)."""
+    raise KeyboardInterrupt
 
 
 @command("refresh")

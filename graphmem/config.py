@@ -71,6 +71,8 @@ class Settings(BaseModel):
     min_similarity: float = 0.5  # seed 002 stage 3
     diversity_bonus: float = 0.15  # seed 002 stage 5: (1 - avg_sim) * 0.15
     mmr_lambda: float = 0.7
+    fulltext_max_postings: int = 2000  # rarest query terms up to this many postings (0: all)
+    defer_application_writes: bool = True  # write each context's Application off the caller's path
     vector_index_min_rows: int = 0  # 0: never use Kùzu's HNSW index (exact numpy wins here)
     # search over events (Memory.search over="events"; benchmarks/locomo.py ablates each signal)
     search_fusion: str = "score"  # "score" (z-scored cosine + max-normalised BM25) or "rrf" (ranks)

@@ -75,6 +75,28 @@ class SentenceTransformerEmbedder:
 
     name = "all-MiniLM-L6-v2"
     dim = 384
+    _direct: bool | None = None
+
+    def _direct_ok(self, model: Any) -> bool:
+        if self._direct is None:
+            self._direct = _modules_are_mean_pooled_and_normalised(model)
+        return self._direct
+
+    def _embed_direct(self, model: Any, text: str) -> np.ndarray:
+        import torch
+
+        try:
+            with torch.inference_mode():
+                enc = model.tokenizer(
+                    [text], return_tensors="pt", truncation=True, max_length=model.max_seq_length
+                )
+                hidden = model[0].auto_model(**enc).last_hidden_state
+                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                vector = torch.nn.functional.normalize(pooled, p=2, dim=1)
+            return np.asarray(vector.numpy(), dtype=np.float32)
+        except Exception as e:  # noqa: BLE001
+            raise EmbedderError(f"embedding failed: {e}") from e
 
     def __init__(self, *, device: str = "cpu", batch_size: int = 64) -> None:
         self.device = device
@@ -103,10 +125,17 @@ class SentenceTransformerEmbedder:
             return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed texts with MiniLM; rows are unit-normalised float32."""
+        """Embed texts with MiniLM; rows are unit-normalised float32.
+
+        A single text (the query before every tool call) skips ``SentenceTransformer.encode``'s
+        batching machinery and runs tokenizer → transformer → mean pooling → normalisation
+        directly: the same vector (checked in the tests), 5.2 instead of 6.4 ms here.
+        """
         model = self._load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if len(texts) == 1 and self._direct_ok(model):
+            return self._embed_direct(model, texts[0])
         try:
             vectors = model.encode(
                 list(texts),
@@ -120,6 +149,26 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
+def _modules_are_mean_pooled_and_normalised(model: Any) -> bool:
+    """True when the model is Transformer → mean Pooling → Normalize (sentence-transformers 3–6)."""
+    try:
+        mods = list(model)
+        names = [type(m).__name__ for m in mods]
+        if names != ["Transformer", "Pooling", "Normalize"] or not hasattr(mods[0], "auto_model"):
+            return False
+        pooling = mods[1]
+        mode = getattr(pooling, "pooling_mode", None)
+        if mode is not None:
+            return mode == "mean" and getattr(pooling, "include_prompt", True)
+        return bool(pooling.pooling_mode_mean_tokens) and not any(
+            (pooling.pooling_mode_cls_token, pooling.pooling_mode_max_tokens,
+             getattr(pooling, "pooling_mode_mean_sqrt_len_tokens", False))
+        )
+    except Exception:  # noqa: BLE001 -- any surprise means: use encode()
+        return False
+
+
 def default_embedder() -> Embedder:
     """The embedded default: the bundled MiniLM model."""
     return SentenceTransformerEmbedder()
+

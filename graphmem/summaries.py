@@ -284,8 +284,7 @@ class SummaryService:
 
     def user_preferences_text(self) -> str:
         """The text of this user's user_preferences summary, "" until it is first refreshed."""
-        state = self.memory.store.get_summary_state(self.memory.user, USER_PREFERENCES)
-        return state.summary.text if state else ""
+        return self.memory.store.summary_text(self.memory.user, USER_PREFERENCES)
 
 
 __all__ = [

@@ -92,19 +92,47 @@ def vector_candidates(
     return [int(r) for r in top], sims
 
 
+def fulltext_terms(catalog: LearningCatalog, normalised: str, max_postings: int) -> list[str]:
+    """The query terms worth sending to the full-text index, rarest first.
+
+    Kùzu's BM25 costs about 6 µs per posting (measured here: a term found in 2 % of 100k
+    learnings takes 11 ms, a very common one 24 ms), so terms are kept rarest-first while their
+    summed document frequency stays within ``max_postings`` (0: no limit). Terms no learning
+    contains are dropped (they cannot match). Common terms carry little BM25 weight anyway and
+    stay covered by the vector signal.
+    """
+    df = catalog.term_df
+    terms = [t for t in dict.fromkeys(normalised.split()) if df.get(t, 0) > 0]
+    if max_postings <= 0:
+        return terms
+    kept, total = [], 0
+    for term in sorted(terms, key=lambda t: df[t]):
+        if total + df[term] > max_postings:
+            break
+        kept.append(term)
+        total += df[term]
+    return kept
+
+
 def fulltext_candidates(
-    store: RetrievalStore, catalog: LearningCatalog, query: str, mask: np.ndarray, n: int
+    store: RetrievalStore,
+    catalog: LearningCatalog,
+    query: str,
+    mask: np.ndarray,
+    n: int,
+    max_postings: int = 0,
 ) -> list[tuple[int, float]]:
     """Eligible rows matching the query's words (BM25), best first: (row, bm25 score).
 
-    Asks the index for 4×n hits so that filtering out other users' rows rarely starves the list.
+    Asks the index for 4×n hits so that filtering out other users' rows rarely starves the list;
+    sends only the terms :func:`fulltext_terms` keeps.
     """
-    normalised = search_text(query)
-    if not normalised or n <= 0:
+    terms = fulltext_terms(catalog, search_text(query), max_postings)
+    if not terms or n <= 0:
         return []
     rows = catalog.vectors.rows
     out: list[tuple[int, float]] = []
-    for ident, score in store.fulltext_learnings(normalised, 4 * n):
+    for ident, score in store.fulltext_learnings(" ".join(terms), 4 * n):
         row = rows.get(ident)
         if row is not None and mask[row]:
             out.append((row, score))

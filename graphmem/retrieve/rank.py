@@ -7,7 +7,7 @@ Thompson draw) → MMR diversity → full rows fetched for the winners only.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -51,7 +51,7 @@ class Retriever:
         *,
         user: str,
         query: str,
-        query_vector: np.ndarray | None,
+        query_vector: np.ndarray | Callable[[], np.ndarray] | None,
         now: datetime,
         limit: int,
         tool: str | None = None,
@@ -62,7 +62,8 @@ class Retriever:
     ) -> list[ScoredLearning]:
         """The best ``limit`` eligible learnings for the query and anchors, best first.
 
-        ``query_vector`` None skips the vector signal (e.g. empty query text). Entities and
+        ``query_vector`` None skips the vector signal (e.g. empty query text); a callable is
+        called once, after the full-text query (see Memory._rank_learnings for why). Entities and
         topics named in ``query`` are added to the anchors when ``link_names``. With no query
         text and no anchors, the top-quality eligible learnings come back.
         """
@@ -97,10 +98,13 @@ class Retriever:
                         linked.add((kind, name))
         lap("link")
         n = s.candidates_per_source
+        ft = fulltext_candidates(store, catalog, query, mask, n, s.fulltext_max_postings) if query.strip() else []
+        lap("fulltext")
+        if callable(query_vector):
+            query_vector = query_vector()
+            lap("embed")
         vec_rows, sims = vector_candidates(catalog, query_vector, mask, n)
         lap("vector")
-        ft = fulltext_candidates(store, catalog, query, mask, n) if query.strip() else []
-        lap("fulltext")
         hits: dict[int, GraphHit] = {}
         if any(anchors.values()):
             pool = [catalog.ids[r] for r in vec_rows] + [catalog.ids[r] for r, _ in ft]

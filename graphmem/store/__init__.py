@@ -79,6 +79,7 @@ class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, Searc
     def reload_catalogs(self) -> None:
         """Rebuild the in-memory catalogs from the file (on open, and after raw Cypher writes)."""
         self.forget_cached_learnings()
+        self.forget_summary_texts()
         self.load_learning_catalog()
         self.load_event_catalog()
 

@@ -84,6 +84,8 @@ class KuzuBase:
         self._closed = False
         self._tx_depth = 0
         self._after_commit: list[Callable[[], None]] = []
+        self._deferred: list[Any] = []  # futures of writes handed to the background writer
+        self._writer: Any = None
         self.learning_catalog = LearningCatalog(dim)
         self.event_catalog = EventCatalog(dim)
         self._db = self._open_database()
@@ -157,6 +159,8 @@ class KuzuBase:
         """One write transaction; nested uses join the outer one. Rolls back on any error."""
         if self.read_only:
             raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
+        if self._deferred and not self._on_writer_thread():
+            self.flush_deferred()
         with self._write_lock:
             conn = self._conn_main
             if self._tx_depth:
@@ -233,8 +237,44 @@ class KuzuBase:
         names = result.get_column_names()
         return [dict(zip(names, row)) for row in result.get_all()]
 
+    # --- deferred writes ----------------------------------------------------------------
+    def defer_write(self, fn: Callable[[], None]) -> None:
+        """Run the write ``fn`` on a background writer thread, off the caller's path.
+
+        Used for Application records, which context() must write but no caller waits for.
+        Anything that reads what a deferred write wrote waits for it first: every read or write
+        whose Cypher names an Application, analyst Cypher, a new transaction, and close().
+        """
+        if self.read_only:
+            raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
+        if self._writer is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphmem-writer")
+        self._deferred.append(self._writer.submit(fn))
+
+    def flush_deferred(self) -> None:
+        """Wait for every deferred write; re-raise the first failure as a StoreError."""
+        pending, self._deferred = self._deferred, []
+        first: BaseException | None = None
+        for future in pending:
+            try:
+                future.result()
+            except BaseException as e:  # noqa: BLE001 -- reported below, once
+                first = first or e
+        if first is not None:
+            raise StoreError(f"a deferred write failed: {first}") from first
+
+    def _on_writer_thread(self) -> bool:
+        return threading.current_thread().name.startswith("graphmem-writer")
+
+    def _wait_if_needed(self, cypher: str) -> None:
+        if self._deferred and "Application" in cypher and not self._on_writer_thread():
+            self.flush_deferred()
+
     def read(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a read query; inside a write transaction it sees that transaction's writes."""
+        self._wait_if_needed(cypher)
         try:
             return self._run(self._conn(), cypher, params)
         except RuntimeError as e:
@@ -242,6 +282,7 @@ class KuzuBase:
 
     def write(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a write query under the process-wide write lock."""
+        self._wait_if_needed(cypher)
         if self.read_only:
             raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
         with self._write_lock:
@@ -254,6 +295,8 @@ class KuzuBase:
         """Run an analyst's Cypher; read-only (enforced by a read-only transaction) unless write."""
         if not query or not query.strip():
             raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
+        if self._deferred:
+            self.flush_deferred()
         if write:
             if self.read_only:
                 raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
@@ -304,6 +347,13 @@ class KuzuBase:
         """Close the database; the object is unusable afterwards."""
         if self._closed:
             return
+        try:
+            if self._deferred:
+                self.flush_deferred()
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)
+                self._writer = None
         with self._write_lock:
             self._closed = True
             self._local = threading.local()

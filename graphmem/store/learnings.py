@@ -51,6 +51,11 @@ def learning_from_row(row: dict[str, Any]) -> Learning:
     return Learning.model_validate(data)
 
 
+def _copy(learning: Learning) -> Learning:
+    """An independent copy (its only mutable fields are the two lists), much cheaper than deep."""
+    return learning.model_copy(update={"topics": list(learning.topics), "entities": list(learning.entities)})
+
+
 _SET_ALL = ", ".join(f"l.{p} = ${p}" for p in LEARNING_PROPS if p != "id")
 
 
@@ -74,11 +79,13 @@ class LearningStore(KuzuBase):
         cache = self._cache()
         if len(cache) >= self.CACHE_SIZE:
             cache.clear()
-        cache[learning.id] = learning.model_copy(deep=True)
+        cache[learning.id] = _copy(learning)
 
     def forget_cached_learnings(self) -> None:
         """Drop every cached row (after writes that bypass save_learning, e.g. raw Cypher)."""
         self._cache().clear()
+        self._loaded_index = {}
+        self._dirty_ids = set()
 
     def insert_learning(self, learning: Learning, embedding: np.ndarray, links: LearningLinks) -> None:
         """Write the learning, its Tool/Topic/Entity/ObjectiveType nodes and edges in one transaction."""
@@ -167,12 +174,35 @@ class LearningStore(KuzuBase):
     def _committed(self, learning: Learning, embedding: np.ndarray | None, key: str) -> None:
         self.learning_catalog.upsert(learning, embedding, key)
         self._remember(learning)
+        self._dirty().add(learning.id)
+
+    def _dirty(self) -> set[str]:
+        dirty: set[str] | None = getattr(self, "_dirty_ids", None)
+        if dirty is None:
+            dirty = set()
+            self._dirty_ids = dirty
+        return dirty
+
+    def _from_loaded(self, learning_id: str) -> Learning | None:
+        """The learning as read on open, if it has not been written since."""
+        index: dict[str, int] | None = getattr(self, "_loaded_index", None)
+        if not index or learning_id in self._dirty():
+            return None
+        i = index.get(learning_id)
+        if i is None:
+            return None
+        row = {name: self._loaded_rows.column(name)[i].as_py() for name in LEARNING_PROPS}
+        return learning_from_row(row)
 
     def get_learning(self, learning_id: str) -> Learning:
         """One learning by id; NotFoundError if there is none."""
-        cached = self._cache().get(learning_id)
-        if cached is not None and not self._tx_depth:
-            return cached.model_copy(deep=True)
+        if not self._tx_depth:
+            cached = self._cache().get(learning_id)
+            if cached is not None:
+                return _copy(cached)
+            loaded = self._from_loaded(learning_id)
+            if loaded is not None:
+                return loaded
         rows = self.read(f"MATCH (l:Learning {{id: $id}}) RETURN {_RETURN}", {"id": learning_id})
         if not rows:
             raise NotFoundError(
@@ -247,17 +277,17 @@ class LearningStore(KuzuBase):
 
     def load_learning_catalog(self) -> None:
         """Rebuild the in-memory learning catalog from the database (columnar, via Arrow)."""
-        cols = (
-            "id", "user_id", "tool", "content_key", "status", "tier", "superseded_by", "shared",
-            "helpful", "harmful", "validations", "confidence", "score", "canary_allocation",
-            "created_at", "updated_at", "ttl_days", "topics", "entities", "objective_type",
-        )
-        proj = ", ".join(f"l.{c} AS {c}" for c in cols) + ", l.embedding AS embedding"
+        proj = _RETURN + ", l.content_key AS content_key, l.search_text AS search_text, l.embedding AS embedding"
         result = self._conn().execute(f"MATCH (l:Learning) RETURN {proj}")
         if isinstance(result, list):
             result = result[-1]
         table = result.get_as_arrow(chunk_size=1_000_000)
         n = table.num_rows
+        # Keep the rows (Arrow holds them compactly): get_learning builds a model from them on
+        # demand for any learning not written since, instead of a Kùzu round trip.
+        self._loaded_rows = table.drop_columns(["embedding", "content_key", "search_text"]).combine_chunks()
+        self._loaded_index = {ident: i for i, ident in enumerate(table.column("id").to_pylist())}
+        self._dirty_ids = set()
         if n == 0:
             self.learning_catalog.load_columns([], [], [], [], np.zeros((0, self.dim), np.float32), {c: np.zeros(0) for c in self.learning_catalog.COLUMNS})
             return
@@ -299,7 +329,8 @@ class LearningStore(KuzuBase):
             for tool, entities, topics, otype in zip(tools, pylist("entities"), pylist("topics"), pylist("objective_type"))
         ]
         self.learning_catalog.load_columns(
-            pylist("id"), pylist("user_id"), tools, pylist("content_key"), vectors, columns, anchors
+            pylist("id"), pylist("user_id"), tools, pylist("content_key"), vectors, columns, anchors,
+            pylist("search_text"),
         )
 
     def log_transition(self, transition: Transition) -> None:

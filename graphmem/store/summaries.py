@@ -229,6 +229,29 @@ class SummaryStore(KuzuBase):
             out[kind] = [r["name"] for r in rows]
         return out
 
+    def summary_text(self, user_id: str, key: str) -> str:
+        """A summary's text ("" if none), cached: context() reads user_preferences every call.
+
+        The cache entry is dropped after any commit that saves that summary's text, and the
+        whole cache on a catalog reload (e.g. after a raw Cypher write).
+        """
+        cache: dict[str, str] | None = getattr(self, "_summary_text_cache", None)
+        if cache is None:
+            cache = {}
+            self._summary_text_cache = cache
+        sid = summary_id(user_id, key)
+        text = cache.get(sid)
+        if text is None:
+            rows = self.read("MATCH (s:Summary {id: $id}) RETURN s.text AS text", {"id": sid})
+            text = (rows[0]["text"] or "") if rows else ""
+            if not self._tx_depth:
+                cache[sid] = text
+        return text
+
+    def forget_summary_texts(self) -> None:
+        """Drop the summary text cache."""
+        self._summary_text_cache = {}
+
     def save_summary_refresh(
         self,
         user_id: str,
@@ -258,6 +281,8 @@ class SummaryStore(KuzuBase):
                 {"id": sid, "text": text, "embedding": [float(x) for x in embedding], "at": to_db_time(refreshed_at),
                  "staleness": staleness, "pending": pending},
             )
+            self.on_commit(lambda: getattr(self, "_summary_text_cache", {}).pop(sid, None))
+        getattr(self, "_summary_text_cache", {}).pop(sid, None)
         return _state_from_row(out[0])
 
     def summary_embedding(self, user_id: str, key: str) -> np.ndarray | None:
