@@ -77,16 +77,16 @@ class Learning(_Model):
     source_type: SourceType = "observation"
     source_event_id: str | None = None
     sentiment: Sentiment = "neutral"
-    confidence: float = Field(0.5, ge=0.0, le=1.0)
-    score: float = Field(0.5, ge=0.0, le=1.0)
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    score: float = Field(default=0.5, ge=0.0, le=1.0)
     status: Status = "active"
-    canary_allocation: float = Field(1.0, ge=0.0, le=1.0)
+    canary_allocation: float = Field(default=1.0, ge=0.0, le=1.0)
     tier: Tier = "active"
-    helpful: int = Field(0, ge=0)
-    harmful: int = Field(0, ge=0)
-    validations: int = Field(0, ge=0)
-    contradictions: int = Field(0, ge=0)
-    times_applied: int = Field(0, ge=0)
+    helpful: int = Field(default=0, ge=0)
+    harmful: int = Field(default=0, ge=0)
+    validations: int = Field(default=0, ge=0)
+    contradictions: int = Field(default=0, ge=0)
+    times_applied: int = Field(default=0, ge=0)
     last_applied_at: datetime | None = None
     last_validated_at: datetime | None = None
     pass_streak: int = 0

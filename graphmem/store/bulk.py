@@ -15,8 +15,8 @@ import pyarrow as pa
 
 from graphmem.errors import InvalidInputError, StoreError
 from graphmem.models import Learning, utcnow
-from graphmem.store.kuzu_store import KuzuBase, to_db_time
-from graphmem.store.learnings import LEARNING_PROPS, learning_params
+from graphmem.store.kuzu_store import to_db_time
+from graphmem.store.learnings import LEARNING_PROPS, LearningStore, learning_params
 
 _INT_PROPS = {"helpful", "harmful", "validations", "contradictions", "times_applied", "pass_streak", "fail_streak", "version", "ttl_days"}
 _FLOAT_PROPS = {"confidence", "score", "canary_allocation"}
@@ -45,7 +45,7 @@ def _arrow_type(prop: str) -> pa.DataType:
     return pa.string()
 
 
-class BulkStore(KuzuBase):
+class BulkStore(LearningStore):
     """Fast import paths."""
 
     def bulk_insert_learnings(self, learnings: Sequence[Learning], embeddings: np.ndarray) -> None:

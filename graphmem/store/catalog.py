@@ -59,11 +59,12 @@ _TORCH: list[Any] = []
 def _torch() -> Any:
     """torch if importable (imported on first use, never at import time), else None."""
     if not _TORCH:
+        module: Any
         try:
-            import torch
+            import torch as module
         except ImportError:
-            torch = None
-        _TORCH.append(torch)
+            module = None
+        _TORCH.append(module)
     return _TORCH[0]
 
 

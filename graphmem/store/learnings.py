@@ -84,8 +84,8 @@ class LearningStore(KuzuBase):
     def forget_cached_learnings(self) -> None:
         """Drop every cached row (after writes that bypass save_learning, e.g. raw Cypher)."""
         self._cache().clear()
-        self._loaded_index = {}
-        self._dirty_ids = set()
+        self._loaded_index: dict[str, int] = {}
+        self._dirty_ids: set[str] = set()
 
     def insert_learning(self, learning: Learning, embedding: np.ndarray, links: LearningLinks) -> None:
         """Write the learning, its Tool/Topic/Entity/ObjectiveType nodes and edges in one transaction."""

@@ -1,0 +1,360 @@
+"""The learnings part of :class:`graphmem.Memory`: add, merge, update, retire and list learnings.
+
+Kept apart from memory.py only for size; ``Memory`` inherits these methods, so they are used
+as ``mem.add_learning(...)`` etc. Every write goes through one transaction together with its
+edges and the summary-staleness hook (``_on_learnings_changed``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from graphmem.errors import InvalidInputError, NotFoundError
+from graphmem.inputs import names, optional_text, require_choice, require_count, require_text, require_unit
+from graphmem.models import (
+    LEARNING_KINDS,
+    SENTIMENTS,
+    SOURCE_TYPES,
+    STATUSES,
+    TIERS,
+    Learning,
+    LearningLinks,
+    Transition,
+)
+from graphmem.store.text import content_key
+
+if TYPE_CHECKING:
+    from graphmem.config import Settings
+    from graphmem.embed import Embedder
+    from graphmem.store import KuzuGraphStore
+
+_UPDATABLE = {
+    "content", "recommendation", "applies_when", "kind", "sentiment", "confidence", "score",
+    "status", "canary_allocation", "tier", "helpful", "harmful", "validations", "contradictions",
+    "ttl_days", "shared", "source_type",
+}
+
+
+class LearningsAPI:
+    """add_learning, add_learnings, get/update/retire_learning, learnings (mixed into Memory)."""
+
+    store: KuzuGraphStore
+    settings: Settings
+    embedder: Embedder
+    user: str
+    now: Callable[[], datetime]
+    _embed_one: Callable[[str], np.ndarray]
+
+    def _on_learnings_changed(self, learnings: Sequence[Learning], *, change: str) -> None:
+        raise NotImplementedError  # provided by Memory
+
+    def _after_write(self) -> None:
+        raise NotImplementedError  # provided by Memory
+
+    # --- learnings ---------------------------------------------------------------------------
+    def add_learning(
+        self,
+        content: str,
+        *,
+        kind: str = "rule",
+        tool: str | None = None,
+        entities: Iterable[str] = (),
+        topics: Iterable[str] = (),
+        objective_type: str | None = None,
+        recommendation: str | None = None,
+        applies_when: str | None = None,
+        sentiment: str = "neutral",
+        source_type: str = "observation",
+        confidence: float = 0.5,
+        status: str = "active",
+        tier: str = "active",
+        shared: bool = False,
+        ttl_days: int | None = None,
+        source_event_id: str | None = None,
+        objective_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> Learning:
+        """Store a learning linked to its tool, entities, topics and objective type.
+
+        Tool/Topic/Entity/ObjectiveType nodes are created on first use. An exact duplicate of
+        one of this user's learnings is merged into it (validations + 1) instead of stored twice.
+        The learning and its edges are written in one transaction.
+        """
+        learning, links = self._make_learning(
+            content, kind=kind, tool=tool, entities=entities, topics=topics,
+            objective_type=objective_type, recommendation=recommendation, applies_when=applies_when,
+            sentiment=sentiment, source_type=source_type, confidence=confidence, status=status,
+            tier=tier, shared=shared, ttl_days=ttl_days, source_event_id=source_event_id,
+            objective_id=objective_id, created_at=created_at,
+        )
+        embedding = self._embed_one(_embedding_text(learning))
+        return self._store_learning(learning, links, embedding)
+
+    def add_learnings(self, items: Sequence[Mapping[str, Any]]) -> list[Learning]:
+        """Add many learnings at once: all validated first, embedded in one batch, one transaction.
+
+        Each item holds add_learning's arguments (``content`` required). Nothing is written if
+        any item is invalid.
+        """
+        prepared = []
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping) or "content" not in item:
+                raise InvalidInputError(f"item {i} must be a dict with at least 'content'")
+            args = dict(item)
+            try:
+                prepared.append(self._make_learning(args.pop("content"), **args))
+            except TypeError as e:
+                raise InvalidInputError(f"item {i}: {e}") from e
+            except InvalidInputError as e:
+                raise InvalidInputError(f"item {i}: {e}") from e
+        if not prepared:
+            return []
+        vectors = self.embedder.embed([_embedding_text(l) for l, _ in prepared])
+        out: list[Learning] = []
+        batch_keys: dict[tuple[str, str], Learning] = {}
+        with self.store.transaction():
+            for (learning, links), vector in zip(prepared, vectors):
+                key = (learning.user_id, content_key(learning.content))
+                if key in batch_keys:  # a duplicate inside the batch itself
+                    out.append(self._merge_into(batch_keys[key], learning, links))
+                    batch_keys[key] = out[-1]
+                    continue
+                stored = self._store_learning(learning, links, np.asarray(vector, dtype=np.float32))
+                batch_keys[key] = stored
+                out.append(stored)
+        self._after_write()
+        return out
+
+    def _make_learning(
+        self,
+        content: str,
+        *,
+        kind: str = "rule",
+        tool: str | None = None,
+        entities: Iterable[str] = (),
+        topics: Iterable[str] = (),
+        objective_type: str | None = None,
+        recommendation: str | None = None,
+        applies_when: str | None = None,
+        sentiment: str = "neutral",
+        source_type: str = "observation",
+        confidence: float = 0.5,
+        status: str = "active",
+        tier: str = "active",
+        shared: bool = False,
+        ttl_days: int | None = None,
+        source_event_id: str | None = None,
+        objective_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> tuple[Learning, LearningLinks]:
+        limit = self.settings.max_content_chars
+        text = require_text("content", content, max_chars=limit)
+        if ttl_days is None:
+            ttl_days = self.settings.ttl_days.get(kind) if kind in LEARNING_KINDS else None
+        elif isinstance(ttl_days, bool) or not isinstance(ttl_days, int) or ttl_days <= 0:
+            raise InvalidInputError(f"ttl_days must be a whole number of days > 0 (or None), got {ttl_days!r}")
+        when = (created_at or self.now()).astimezone(timezone.utc)
+        if objective_id is not None:
+            self.store.get_objective(objective_id)
+        learning = Learning(
+            user_id=self.user,
+            shared=bool(shared),
+            kind=require_choice("kind", kind, LEARNING_KINDS),  # type: ignore[arg-type]
+            content=text,
+            recommendation=optional_text("recommendation", recommendation, max_chars=limit),
+            applies_when=optional_text("applies_when", applies_when, max_chars=limit),
+            source_type=require_choice("source_type", source_type, SOURCE_TYPES),  # type: ignore[arg-type]
+            source_event_id=source_event_id,
+            sentiment=require_choice("sentiment", sentiment, SENTIMENTS),  # type: ignore[arg-type]
+            confidence=require_unit("confidence", confidence),
+            status=require_choice("status", status, STATUSES),  # type: ignore[arg-type]
+            tier=require_choice("tier", tier, TIERS),  # type: ignore[arg-type]
+            canary_allocation=self.settings.canary_min_allocation if status == "canary" else 1.0,
+            ttl_days=ttl_days,
+            tool=optional_text("tool", tool, max_chars=200),
+            objective_type=optional_text("objective_type", objective_type, max_chars=200),
+            topics=names("topic", topics),
+            entities=names("entity", entities),
+            created_at=when,
+            updated_at=when,
+        )
+        links = LearningLinks(
+            tool=learning.tool, topics=learning.topics, entities=learning.entities,
+            objective_type=learning.objective_type, objective_id=objective_id,
+            source_event_id=source_event_id,
+        )
+        return learning, links
+
+    def _store_learning(self, learning: Learning, links: LearningLinks, embedding: np.ndarray) -> Learning:
+        """Insert, or merge into an existing duplicate (the curator decides)."""
+        existing_id = self.store.learning_catalog.find_exact(learning.user_id, content_key(learning.content))
+        if existing_id is not None:
+            return self._merge_into(self.store.get_learning(existing_id), learning, links)
+        with self.store.transaction():
+            self.store.insert_learning(learning, embedding, links)
+            self._on_learnings_changed([learning], change="created")
+        self._after_write()
+        return learning
+
+    def _merge_into(self, existing: Learning, new: Learning, links: LearningLinks) -> Learning:
+        """Count a validation on ``existing`` and add the new learning's links to it."""
+        now = self.now()
+        merged = existing.model_copy(
+            update={
+                "validations": existing.validations + 1,
+                "last_validated_at": now,
+                "updated_at": now,
+                "confidence": max(existing.confidence, new.confidence),
+                "recommendation": existing.recommendation or new.recommendation,
+                "applies_when": existing.applies_when or new.applies_when,
+                "tool": existing.tool or new.tool,
+                "objective_type": existing.objective_type or new.objective_type,
+                "topics": _union(existing.topics, new.topics),
+                "entities": _union(existing.entities, new.entities),
+            }
+        )
+        extra = LearningLinks(
+            tool=new.tool if new.tool and new.tool != existing.tool else None,
+            topics=[t for t in new.topics if t not in existing.topics],
+            entities=[e for e in new.entities if e not in existing.entities],
+            objective_type=new.objective_type if new.objective_type != existing.objective_type else None,
+            objective_id=links.objective_id,
+            source_event_id=links.source_event_id,
+        )
+        with self.store.transaction():
+            self.store.save_learning(merged)
+            self.store.add_links(merged.id, extra)
+            self._on_learnings_changed([merged], change="merged")
+        self._after_write()
+        return merged
+
+    def get_learning(self, learning_id: str) -> Learning:
+        """One of this user's (or a shared) learning by id."""
+        learning = self.store.get_learning(learning_id)
+        if learning.user_id != self.user and not learning.shared:
+            raise NotFoundError(f"no learning with id {learning_id!r} for user {self.user!r}")
+        return learning
+
+    def update_learning(self, learning_id: str, **changes: Any) -> Learning:
+        """Change fields of a learning; status and tier changes bump ``version`` and are logged.
+
+        Updatable: content, recommendation, applies_when, kind, sentiment, confidence, score,
+        status, canary_allocation, tier, helpful, harmful, validations, contradictions,
+        ttl_days, shared, source_type.
+        """
+        unknown = sorted(set(changes) - _UPDATABLE)
+        if unknown:
+            raise InvalidInputError(
+                f"cannot update {', '.join(unknown)}; updatable fields: {', '.join(sorted(_UPDATABLE))}"
+            )
+        if not changes:
+            raise InvalidInputError("nothing to update; pass fields such as status='canary' or helpful=3")
+        current = self.get_learning(learning_id)
+        clean = self._validate_changes(changes)
+        return self._apply_changes(current, clean, reason="update_learning")
+
+    def _validate_changes(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        limit = self.settings.max_content_chars
+        clean: dict[str, Any] = {}
+        for key, value in changes.items():
+            if key == "content":
+                clean[key] = require_text("content", value, max_chars=limit)
+            elif key in ("recommendation", "applies_when"):
+                clean[key] = optional_text(key, value, max_chars=limit)
+            elif key == "kind":
+                clean[key] = require_choice("kind", value, LEARNING_KINDS)
+            elif key == "sentiment":
+                clean[key] = require_choice("sentiment", value, SENTIMENTS)
+            elif key == "source_type":
+                clean[key] = require_choice("source_type", value, SOURCE_TYPES)
+            elif key == "status":
+                clean[key] = require_choice("status", value, STATUSES)
+            elif key == "tier":
+                clean[key] = require_choice("tier", value, TIERS)
+            elif key in ("confidence", "score", "canary_allocation"):
+                clean[key] = require_unit(key, value)
+            elif key in ("helpful", "harmful", "validations", "contradictions"):
+                clean[key] = require_count(key, value)
+            elif key == "ttl_days":
+                if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                    raise InvalidInputError(f"ttl_days must be a whole number > 0 or None, got {value!r}")
+                clean[key] = value
+            elif key == "shared":
+                clean[key] = bool(value)
+        return clean
+
+    def _apply_changes(self, current: Learning, clean: Mapping[str, Any], *, reason: str) -> Learning:
+        """Write validated changes; log status/tier transitions; re-embed changed text."""
+        now = self.now()
+        transitions = [
+            (f, str(getattr(current, f)), str(clean[f]))
+            for f in ("status", "tier")
+            if f in clean and clean[f] != getattr(current, f)
+        ]
+        update = dict(clean)
+        update["updated_at"] = now
+        if transitions:
+            update["version"] = current.version + 1
+        if clean.get("status") == "canary" and "canary_allocation" not in clean and current.status != "canary":
+            update["canary_allocation"] = self.settings.canary_min_allocation
+        if clean.get("status") == "active" and "canary_allocation" not in clean:
+            update["canary_allocation"] = 1.0
+        updated = current.model_copy(update=update)
+        Learning.model_validate(updated.model_dump())  # re-check the combined result
+        text_changed = any(f in clean for f in ("content", "recommendation", "applies_when"))
+        embedding = self._embed_one(_embedding_text(updated)) if text_changed else None
+        with self.store.transaction():
+            self.store.save_learning(updated, embedding)
+            for field, old, new in transitions:
+                self.store.log_transition(
+                    Transition(learning_id=updated.id, field=field, old=old, new=new, reason=reason,
+                               version=updated.version, created_at=now)
+                )
+            self._on_learnings_changed([updated], change="retired" if updated.status == "disabled" else "updated")
+        self._after_write()
+        return updated
+
+    def retire_learning(self, learning_id: str, *, reason: str = "retired") -> Learning:
+        """Take a learning out of use for good: status disabled, tier archive. Never deleted."""
+        current = self.get_learning(learning_id)
+        return self._apply_changes(current, {"status": "disabled", "tier": "archive"}, reason=reason)
+
+    def learnings(
+        self,
+        *,
+        status: str | None = None,
+        tier: str | None = None,
+        tool: str | None = None,
+        topic: str | None = None,
+        entity: str | None = None,
+        kind: str | None = None,
+        limit: int | None = None,
+    ) -> list[Learning]:
+        """This user's (and shared) learnings matching every filter, newest first."""
+        if status is not None:
+            require_choice("status", status, STATUSES)
+        if tier is not None:
+            require_choice("tier", tier, TIERS)
+        if kind is not None:
+            require_choice("kind", kind, LEARNING_KINDS)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
+            raise InvalidInputError(f"limit must be a whole number > 0, got {limit!r}")
+        return self.store.find_learnings(
+            user_id=self.user, status=status, tier=tier, tool=tool, topic=topic, entity=entity,
+            kind=kind, limit=limit,
+        )
+
+
+def _embedding_text(learning: Learning) -> str:
+    parts = [learning.content]
+    if learning.recommendation and learning.recommendation not in learning.content:
+        parts.append(learning.recommendation)
+    return " ".join(parts)
+
+
+def _union(a: Sequence[str], b: Sequence[str]) -> list[str]:
+    return list(a) + [x for x in b if x not in a]
