@@ -69,6 +69,7 @@ class Settings(BaseModel):
     pattern_similarity: float = 0.8  # seed 002: a query joins the nearest Pattern at cosine >= this
     min_success_rate: float = 0.3  # seed 002 stage 2
     min_similarity: float = 0.5  # seed 002 stage 3
+    vector_only_min_similarity: float = 0.2  # stage 3 for rows only the vector signal found (MiniLM scale)
     diversity_bonus: float = 0.15  # seed 002 stage 5: (1 - avg_sim) * 0.15
     mmr_lambda: float = 0.7
     fulltext_max_postings: int = 2000  # rarest query terms up to this many postings (0: all)

@@ -117,6 +117,12 @@ class Retriever:
         if not any(lists.values()) and not query.strip():
             lists["quality"] = _top_quality(catalog, mask, now_ts, s, n)
         fused = rrf(lists, weights, s.rrf_k)
+        if sims is not None and s.vector_only_min_similarity > 0:
+            # Seed 002 stage 3 (semantic filter), applied only where nothing else vouches for a
+            # row: the vector list always has n rows, however unrelated the memory is.
+            backed = set(lists["fulltext"]) | set(lists["graph"])
+            floor = s.vector_only_min_similarity
+            fused = {r: v for r, v in fused.items() if r in backed or sims[r] >= floor}
         if not fused:
             self.timings_ms = timings
             return []
