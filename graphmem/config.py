@@ -67,14 +67,14 @@ class Settings(BaseModel):
     pinned_boost: float = 0.1
     pattern_boost: float = 0.1
     pattern_similarity: float = 0.8  # seed 002: a query joins the nearest Pattern at cosine >= this
-    min_success_rate: float = 0.3  # seed 002 stage 2
-    min_similarity: float = 0.5  # seed 002 stage 3
-    vector_only_min_similarity: float = 0.2  # stage 3 for rows only the vector signal found (MiniLM scale)
-    diversity_bonus: float = 0.15  # seed 002 stage 5: (1 - avg_sim) * 0.15
+    min_success_rate: float = 0.3  # seed 002 stage 2: drop rows rated below it ...
+    min_success_samples: int = 3  # ... once they have at least this many helpful+harmful ratings
+    # seed 002 stage 3 filters at cosine 0.5 for its embedder; MiniLM scores related texts 0.2-0.6,
+    # so graphmem floors only the rows nothing but the vector signal found:
+    vector_only_min_similarity: float = 0.2
     mmr_lambda: float = 0.7
     fulltext_max_postings: int = 2000  # rarest query terms up to this many postings (0: all)
     defer_application_writes: bool = True  # write each context's Application off the caller's path
-    vector_index_min_rows: int = 0  # 0: never use Kùzu's HNSW index (exact numpy wins here)
     # search over events (Memory.search over="events"; benchmarks/locomo.py ablates each signal)
     search_fusion: str = "score"  # "score" (z-scored cosine + max-normalised BM25) or "rrf" (ranks)
     search_candidates: int = 100  # per ranked list (vector, full-text) before fusion
@@ -117,7 +117,6 @@ class Settings(BaseModel):
     disable_streak: int = 3
     canary_min_allocation: float = 0.2
     new_reflection_status: str = "candidate"
-    transition_log_cap: int = 0  # 0 keeps every transition (seed 000 capped at 240)
 
     # --- tiers (seed 003 system 4) -------------------------------------------------------
     pinned_min_validations: int = 10
@@ -130,7 +129,6 @@ class Settings(BaseModel):
     # --- implicit outcomes (seed 003 system 3) -------------------------------------------
     advice_ttl_s: float = 120.0
     correction_window_s: float = 30.0
-    min_text_overlap: float = 0.15
 
     # --- TTL, pruning and decay (seed 004) -----------------------------------------------
     ttl_days: dict[str, int | None] = Field(default_factory=_ttl_defaults)
@@ -157,7 +155,6 @@ class Settings(BaseModel):
     summary_thresholds: dict[str, int] = Field(default_factory=_summary_thresholds)
     summary_refresh: str = "inline"  # "inline" (after a write crosses a threshold) or "background"
     summary_max_bullets: int = 10
-    summary_min_bullets: int = 5
     summary_max_learnings: int = 50
 
     # --- regression guard (seed 003 system 6) --------------------------------------------

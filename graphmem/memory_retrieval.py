@@ -123,7 +123,7 @@ class RetrievalAPI:
     def _retriever(self) -> Retriever:
         """The per-Memory retrieval state (name index, user column cache, seeded RNG)."""
         retriever: Retriever | None = getattr(self, "_retriever_state", None)
-        if retriever is None or retriever.store is not self.store:
+        if retriever is None or retriever.store is not self.store or retriever.settings is not self.settings:
             retriever = Retriever(self.store, self.settings)
             self._retriever_state = retriever
         return retriever

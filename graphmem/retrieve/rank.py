@@ -123,6 +123,14 @@ class Retriever:
             backed = set(lists["fulltext"]) | set(lists["graph"])
             floor = s.vector_only_min_similarity
             fused = {r: v for r, v in fused.items() if r in backed or sims[r] >= floor}
+        if s.min_success_rate > 0 and fused:
+            # Seed 002 stage 2: drop rows whose ratings say they mostly hurt, relaxed when that
+            # would leave fewer than ``limit`` rows.
+            h, b = catalog.col("helpful"), catalog.col("harmful")
+            rated = {r: v for r, v in fused.items()
+                     if h[r] + b[r] < s.min_success_samples or h[r] / (h[r] + b[r]) >= s.min_success_rate}
+            if len(rated) >= min(limit, len(fused)):
+                fused = rated
         if not fused:
             self.timings_ms = timings
             return []
