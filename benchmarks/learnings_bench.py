@@ -259,7 +259,8 @@ def guard_check(result: Mapping[str, Any], history_path: Path, settings: Setting
     p5 = float(hybrid["overall"]["p@5"] or 0.0)
     noise = int(hybrid["overall"]["noise_total"] or 0)
     history = guard.load_history(history_path)
-    alerts = guard.check(p5, noise, history, result["embedder"], settings)
+    ceiling = result.get("p5_ceiling")
+    alerts = guard.check(p5, noise, history, result["embedder"], settings, ceiling=ceiling)
     entry = guard.make_entry(
         p5, noise, embedder=result["embedder"], alerts=alerts,
         per_kind={k: v.get("p@5") for k, v in hybrid["per_kind"].items()},
@@ -275,7 +276,9 @@ def guard_check(result: Mapping[str, Any], history_path: Path, settings: Setting
         for a in alerts:
             console.print(f"[red]REGRESSION[/red] {a}", highlight=False)
         return 1
-    console.print(f"[green]guard OK[/green]: P@5 {p5:.3f} ≥ floor {settings.p5_floor}, noise {noise}", highlight=False)
+    share = f" ({p5 / ceiling:.2f} of the reachable {ceiling:.3f})" if ceiling else ""
+    console.print(f"[green]guard OK[/green]: P@5 {p5:.3f}{share}, floor {settings.p5_floor}, noise {noise}",
+                  highlight=False)
     return 0
 
 

@@ -49,7 +49,7 @@ class Settings(BaseModel):
 
     # --- retrieval (DESIGN.md "Retrieval"; seed 002 HybridSelector) ---------------------
     candidates_per_source: int = 50
-    rrf_k: int = 60
+    rrf_k: int = 10  # 3 lists of ~50: k=60 flattened rank differences (labelled bench: R@10 0.75 -> 0.84)
     weight_vector: float = 1.0
     weight_fulltext: float = 1.0
     weight_graph: float = 1.0
@@ -57,14 +57,14 @@ class Settings(BaseModel):
     graph_fanout_cap: int = 50
     graph_second_hop_neighbours: int = 8  # second hop: the heaviest RELATED neighbours explored
     graph_anchor_cap: int = 500  # one-hop: at most this many learnings per anchor node (+ those other signals found)
-    quality_weight: float = 0.3  # seed 002 stage 4: quality 30 %
+    quality_weight: float = 0.15  # seed 002 stage 4 says 30 % of a cosine-scaled score; see README
     semantic_weight: float = 0.4  # seed 002 stage 4: semantic 40 %
     thompson_weight: float = 0.3  # seed 002 stage 4: Thompson sampling 30 %
     thompson_sampling: bool = False
     random_seed: int = 0
     quality_prior_enabled: bool = True
     recency_half_life_days: float = 90.0
-    pinned_boost: float = 0.1
+    pinned_boost: float = 0.05
     pattern_boost: float = 0.1
     pattern_similarity: float = 0.8  # seed 002: a query joins the nearest Pattern at cosine >= this
     min_success_rate: float = 0.3  # seed 002 stage 2: drop rows rated below it ...

@@ -43,6 +43,12 @@ def test_guard_passes_a_steady_history() -> None:
     assert guard.check(0.60, 0, history, "hash", Settings()) == []
 
 
+def test_guard_floor_is_a_share_of_the_reachable_p5() -> None:
+    assert guard.check(0.35, 0, [], "hash", Settings(), ceiling=0.5) == []  # 0.70 of reachable
+    alerts = guard.check(0.20, 0, [], "hash", Settings(), ceiling=0.5)  # 0.40 of reachable
+    assert len(alerts) == 1 and "of the reachable" in alerts[0]
+
+
 def test_guard_fails_under_the_floor() -> None:
     alerts = guard.check(0.44, 0, [], "hash", Settings())
     assert len(alerts) == 1 and "floor" in alerts[0]

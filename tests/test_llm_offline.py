@@ -343,3 +343,13 @@ def test_builders_keep_the_facts_in_inputs() -> None:
 def test_builders_reject_bad_arguments(call: Any) -> None:
     with pytest.raises(InvalidInputError):
         call()
+
+
+def test_a_bare_no_never_becomes_an_empty_learning() -> None:
+    from graphmem.llm.offline import analyse_feedback
+
+    first = analyse_feedback("No. For Dana: emails to Dana must use bullet points.")
+    assert first.learning == "For Dana: emails to Dana must use bullet points"
+    second = analyse_feedback("No, use metric units in Atlas documents.")
+    assert second.learning == "Use metric units in Atlas documents"
+    assert analyse_feedback("No.").has_feedback is False

@@ -113,6 +113,9 @@ _THANKS = _rx(r"\b(thanks|thank you)\b")
 _PLEASE_STYLE = _rx(r"\bplease\b.*\b(keep|use|write|format|make|be|include|avoid|add|cc|sign|stick to|"
                     r"limit|shorten|summari[sz]e|cite|double-check)\b")
 _SOFT_START = _rx(r"^(keep|avoid|stick to|limit|be (more|less)|stop|skip|prefer|cut)\b")
+_IMPERATIVE = _rx(r"^(use|send|write|put|include|add|remove|call|ask|check|run|make|format|sign|cc|reply|"
+                  r"mention|attach|list|start|end|set|give|show|tell|email|prefix|double-check|verify)\b")
+_MUST = _rx(r"\b(must|needs? to|ha(s|ve) to)\b|\bshould\b(?! ?n?'?t? have| not have)")
 _YOU_HABIT = _rx(r"^(you|u) (always|never|keep)\b")
 _FORGOT = _rx(r"\b(you|u) (always |keep |often )?(forget|forgot|forgetting|missed|miss) to\b")
 _DISLIKE = _rx(r"^(i|we) (really )?(hate|dislike|can'?t stand|don'?t like|do not like)\b")
@@ -277,6 +280,9 @@ def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None =
         strong += sum((is_pref, is_standing, is_neg, is_corr, is_too, is_compl, is_praise))
         pref, corr, complaint = pref or is_pref, corr or is_corr or forgot, complaint or is_too or is_compl or dislike
         habit = bool(_YOU_HABIT.match(bare)) and not forgot
+        if not bare or not _words(bare):  # "No." on its own: the correction flag is all it carries
+            continue
+        weak = weak or (is_corr and bool(_IMPERATIVE.match(bare))) or bool(_MUST.search(s))
         if s.endswith("?") and not _REQUEST_Q.match(bare):
             if is_corr or is_too or is_compl:
                 wrong.append(s)
