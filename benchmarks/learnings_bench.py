@@ -128,8 +128,8 @@ def load_into(dataset: BenchDataset, path: Path, embedder: Embedder, now: dateti
 def _supersede(mem: Memory, newer_id: str, older_id: str, when: datetime) -> None:
     """newer SUPERSEDES older, and older.superseded_by = newer (the older one's tier is kept).
 
-    Uses the store helpers the curator uses (``link_conflict`` + ``save_learning``); there is no
-    public ``Memory`` method for an explicit supersede yet.
+    Not ``Memory.supersede`` (which also archives the older one): the labelled set keeps some
+    superseded learnings in tier active, to check that the superseded filter works on its own.
     """
     store = mem.store
     with store.transaction():

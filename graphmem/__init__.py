@@ -24,6 +24,8 @@ from graphmem.errors import (
     StoreError,
 )
 from graphmem.memory import Memory
+from graphmem.retrieve import AssembledContext, ScoredLearning
+from graphmem.retrieve.search import Hit
 from graphmem.models import (
     Application,
     Entity,
@@ -40,6 +42,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Application",
+    "AssembledContext",
     "CypherError",
     "DatabaseLockedError",
     "Embedder",
@@ -49,6 +52,7 @@ __all__ = [
     "Event",
     "GraphmemError",
     "HashEmbedder",
+    "Hit",
     "InvalidInputError",
     "LLMError",
     "LLMValidationError",
@@ -58,6 +62,7 @@ __all__ = [
     "Objective",
     "ReadOnlyError",
     "SchemaVersionError",
+    "ScoredLearning",
     "SentenceTransformerEmbedder",
     "Settings",
     "StoreError",

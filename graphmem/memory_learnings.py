@@ -323,6 +323,37 @@ class LearningsAPI:
         current = self.get_learning(learning_id)
         return self._apply_changes(current, {"status": "disabled", "tier": "archive"}, reason=reason)
 
+    def supersede(self, new_id: str, old_id: str, *, reason: str = "superseded") -> Learning:
+        """Mark ``old_id`` as replaced by ``new_id``: a SUPERSEDES edge, the older one archived.
+
+        Nothing is deleted: the older learning keeps its history, gets ``superseded_by`` and tier
+        archive (a logged transition), and is never returned by context() again. Returns it.
+        """
+        new, old = self.get_learning(new_id), self.get_learning(old_id)
+        if new.id == old.id:
+            raise InvalidInputError("a learning cannot supersede itself; pass two different ids")
+        if old.superseded_by == new.id:
+            return old
+        with self.store.transaction():
+            updated = self._archive_superseded(old, new.id, reason)
+            self._on_learnings_changed([updated], change="retired")
+        self._after_write()
+        return updated
+
+    def _archive_superseded(self, old: Learning, new_id: str, reason: str) -> Learning:
+        """Inside a transaction: archive ``old``, link new SUPERSEDES old, log the transition."""
+        now = self.now()
+        updated = old.model_copy(update={
+            "tier": "archive", "superseded_by": new_id, "updated_at": now, "version": old.version + 1,
+        })
+        self.store.save_learning(updated)
+        self.store.link_conflict("SUPERSEDES", new_id, old.id, reason, now)
+        self.store.log_transition(Transition(
+            learning_id=old.id, field="tier", old=old.tier, new="archive",
+            reason=f"superseded by {new_id}: {reason}", version=updated.version, created_at=now,
+        ))
+        return updated
+
     def learnings(
         self,
         *,

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from graphmem.learn.actionability import score_actionability
-from graphmem.models import Learning, LearningLinks, Transition
+from graphmem.models import Learning, LearningLinks
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE
 from graphmem.store.text import content_key
 
@@ -336,16 +336,7 @@ class Curator:
             for old in olders:
                 if supersede:
                     reason = f"the owner's newer feedback {learning.content[:80]!r} replaces it"
-                    updated = old.model_copy(update={
-                        "tier": "archive", "superseded_by": learning.id, "updated_at": now,
-                        "version": old.version + 1,
-                    })
-                    mem.store.save_learning(updated)
-                    mem.store.link_conflict("SUPERSEDES", learning.id, old.id, reason, now)
-                    mem.store.log_transition(Transition(
-                        learning_id=old.id, field="tier", old=old.tier, new="archive",
-                        reason=f"superseded by {learning.id}", version=updated.version, created_at=now,
-                    ))
+                    updated = mem._archive_superseded(old, learning.id, reason)
                 else:
                     reason = "opposite advice on the same tool/entity"
                     updated = old.model_copy(update={"contradictions": old.contradictions + 1, "updated_at": now})

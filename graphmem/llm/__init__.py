@@ -4,10 +4,12 @@
 - :class:`AnthropicLLM`: Anthropic's Messages API with forced structured output (tool use).
 
 Prompt texts and the request builders live in :mod:`graphmem.llm.prompts`. Importing this package
-creates no client and reads no environment variable.
+creates no client and reads no environment variable; the anthropic SDK itself is imported only
+when :class:`AnthropicLLM` is first used.
 """
 
-from graphmem.llm.anthropic_llm import AnthropicLLM
+from typing import TYPE_CHECKING, Any
+
 from graphmem.llm.base import LLM, TASKS, LLMRequest, Task
 from graphmem.llm.offline import OfflineLLM
 from graphmem.llm.prompts import (
@@ -28,6 +30,18 @@ from graphmem.llm.schemas import (
     ReflectorOutput,
     SummaryOutput,
 )
+
+if TYPE_CHECKING:
+    from graphmem.llm.anthropic_llm import AnthropicLLM
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AnthropicLLM":
+        from graphmem.llm.anthropic_llm import AnthropicLLM
+
+        return AnthropicLLM
+    raise AttributeError(f"module 'graphmem.llm' has no attribute {name!r}")
+
 
 __all__ = [
     "LLM",
