@@ -242,6 +242,9 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
 
+GAP_S = 0.02  # idle time before each isolated context() call
+
+
 def measure(size: int, n_queries: int, embedder: Any, tag: str, seed: int, workdir: Path, limit: int = 0) -> dict[str, Any]:
     """Build a file of ``size`` learnings and measure it."""
     from graphmem import Memory, Settings
@@ -276,6 +279,12 @@ def measure(size: int, n_queries: int, embedder: Any, tag: str, seed: int, workd
             for k, v in ctx.timings_ms.items():
                 stages.setdefault(k, []).append(v)
         wall = time.perf_counter() - t_all
+        isolated: list[float] = []  # the same calls with idle time between them, as between tool calls
+        for q in qs[20:]:
+            time.sleep(GAP_S)
+            t = time.perf_counter()
+            mem.context(q["query"], tool=q["tool"], entities=q["entities"])
+            isolated.append((time.perf_counter() - t) * 1e3)
         embed_alone = []
         for q in qs[20:]:
             t = time.perf_counter()
@@ -303,6 +312,8 @@ def measure(size: int, n_queries: int, embedder: Any, tag: str, seed: int, workd
         "context_p95_ms": round(pct(totals, 95), 2),
         "context_mean_ms": round(statistics.fmean(totals), 2),
         "context_per_s": round(len(totals) / wall, 1),
+        "context_isolated_p50_ms": round(pct(isolated, 50), 2),
+        "context_isolated_p95_ms": round(pct(isolated, 95), 2),
         "embed_query_p50_ms": round(emb_p50, 2),
         "context_over_embed": round(ctx_p50 / emb_p50, 2) if emb_p50 else None,
         "stage_p50_ms": {k: round(pct(v, 50), 2) for k, v in stages.items()},
@@ -321,7 +332,8 @@ def print_table(results: list[dict[str, Any]]) -> None:
     table = Table(title="graphmem context() scale benchmark")
     cols = [
         ("learnings", "learnings"), ("open_s", "open s"), ("context_p50_ms", "p50 ms"),
-        ("context_p95_ms", "p95 ms"), ("context_per_s", "ctx/s"), ("embed_query_p50_ms", "embed p50 ms"),
+        ("context_p95_ms", "p95 ms"), ("context_isolated_p50_ms", "isolated p50"),
+        ("context_isolated_p95_ms", "isolated p95"), ("context_per_s", "ctx/s"), ("embed_query_p50_ms", "embed p50 ms"),
         ("context_over_embed", "ctx/embed"), ("add_learning_per_s", "add/s"),
         ("add_learnings_per_s", "batch add/s"), ("peak_rss_mb", "peak RSS MB"),
     ]

@@ -23,6 +23,7 @@ from graphmem import (
     SchemaVersionError,
     StoreError,
 )
+from graphmem.models import Learning, LearningLinks
 from graphmem.store import migrations
 
 
@@ -230,7 +231,25 @@ def test_embedder_mismatch_is_refused(make_memory, db_path: Path) -> None:  # ty
         Memory(db_path, embedder=HashEmbedder(dim=64), llm=object())
 
 
-def test_newer_schema_is_refused_and_older_is_migrated(make_memory, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_older_schema_is_migrated_forward(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    everything = migrations.available()
+    monkeypatch.setattr(migrations, "available", lambda: [m for m in everything if m.version == 1])
+    old = Memory(db_path, user="alice", embedder=HashEmbedder(), llm=object())
+    assert old.store.schema_version == 1
+    kept = Learning(user_id="alice", content="Written by schema 1")
+    old.store.insert_learning(kept, old.embedder.embed([kept.content])[0], LearningLinks())
+    old.close()
+    monkeypatch.undo()
+    mem = Memory(db_path, user="alice", embedder=HashEmbedder(), llm=object())
+    assert mem.store.schema_version == migrations.latest_version() > 1
+    assert mem.cypher("MATCH (m:Meta {key: 'schema_version'}) RETURN m.value AS v") == [{"v": str(mem.store.schema_version)}]
+    assert mem.get_learning(kept.id).content == "Written by schema 1"
+    columns = {r["name"] for r in mem.cypher("CALL table_info('Learning') RETURN name")}
+    assert {"window_mark", "decayed_at"} <= columns  # added by a later schema file
+    mem.close()
+
+
+def test_newer_schema_is_refused(make_memory, db_path: Path) -> None:  # type: ignore[no-untyped-def]
     mem = make_memory()
     assert mem.store.schema_version == migrations.latest_version()
     mem.cypher("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '999'", write=True)
