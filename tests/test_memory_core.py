@@ -345,3 +345,12 @@ def test_learning_links_to_its_source_event_and_objective(mem: Memory) -> None:
         {"id": learning.id},
     )
     assert rows == [{"event": event.id, "objective": objective.id}]
+
+
+def test_batch_rows_with_null_strings_can_be_updated(mem: Memory) -> None:
+    out = mem.add_learnings(
+        [{"content": f"rule number {i} about email", "recommendation": [None, "do x"][i % 2]} for i in range(130)]
+    )
+    for learning in out[:20]:
+        assert mem.update_learning(learning.id, helpful=3).helpful == 3
+    assert mem.get_learning(out[1].id).recommendation == "do x"

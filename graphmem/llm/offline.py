@@ -630,9 +630,11 @@ def summarize(previous: str | None = None, learnings: list[dict[str, Any]] | Non
     rest = [text for r, _, _, text in new if text and r != 0]
     bullets: list[str] = []
     for text in first + kept + rest:
+        if len(bullets) >= cap:
+            break
         if not any(_similar(b, text) for b in bullets):
             bullets.append(text)
-    return SummaryOutput(bullets=bullets[:cap])
+    return SummaryOutput(bullets=bullets)
 
 
 # --- the LLM ---------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -56,6 +58,26 @@ def _copy(learning: Learning) -> Learning:
     return learning.model_copy(update={"topics": list(learning.topics), "entities": list(learning.entities)})
 
 
+_LINK_CYPHER = {
+    "tool": "UNWIND $rows AS r MERGE (t:Tool {name: r.name}) ON CREATE SET t.success_count = 0, "
+            "t.error_count = 0, t.created_at = r.ts WITH t, r MATCH (l:Learning {id: r.id}) MERGE (l)-[:ABOUT_TOOL]->(t)",
+    "topic": "UNWIND $rows AS r MERGE (t:Topic {name: r.name}) ON CREATE SET t.created_at = r.ts "
+             "WITH t, r MATCH (l:Learning {id: r.id}) MERGE (l)-[:ABOUT_TOPIC]->(t)",
+    "entity": "UNWIND $rows AS r MERGE (e:Entity {name: r.name}) ON CREATE SET e.kind = 'thing', e.created_at = r.ts "
+              "WITH e, r MATCH (l:Learning {id: r.id}) MERGE (l)-[:MENTIONS]->(e)",
+    "objective_type": "UNWIND $rows AS r MERGE (o:ObjectiveType {name: r.name}) ON CREATE SET o.created_at = r.ts "
+                      "WITH o, r MATCH (l:Learning {id: r.id}) MERGE (l)-[:FOR_OBJECTIVE_TYPE]->(o)",
+    "objective": "UNWIND $rows AS r MATCH (l:Learning {id: r.id}), (o:Objective {id: r.name}) MERGE (l)-[:FOR_OBJECTIVE]->(o)",
+    "event": "UNWIND $rows AS r MATCH (l:Learning {id: r.id}), (e:Event {id: r.name}) MERGE (l)-[:DERIVED_FROM]->(e)",
+}
+
+
+def _cooccurring(topics: Sequence[str], entities: Sequence[str]) -> list[tuple[str, str, str, str]]:
+    """The (label, name, label, name) pairs one learning's topics and entities form."""
+    names = [("Topic", t) for t in topics] + [("Entity", e) for e in entities]
+    return [(ka, a, kb, b) for i, (ka, a) in enumerate(names) for kb, b in names[i + 1 :] if a != b or ka != kb]
+
+
 _SET_ALL = ", ".join(f"l.{p} = ${p}" for p in LEARNING_PROPS if p != "id")
 
 
@@ -89,67 +111,67 @@ class LearningStore(KuzuBase):
 
     def insert_learning(self, learning: Learning, embedding: np.ndarray, links: LearningLinks) -> None:
         """Write the learning, its Tool/Topic/Entity/ObjectiveType nodes and edges in one transaction."""
-        params = learning_params(learning)
-        params["embedding"] = [float(x) for x in embedding]
-        props = ", ".join(f"{p}: ${p}" for p in params)
+        self.insert_learnings([(learning, embedding, links)])
+
+    def insert_learnings(self, items: Sequence[tuple[Learning, np.ndarray, LearningLinks]]) -> None:
+        """Write new learnings with their nodes and edges in one transaction.
+
+        One UNWIND statement per edge type, whatever the batch size: a
+        Kùzu statement costs ~2 ms here, so per-learning edge statements would dominate a batch.
+        """
+        if not items:
+            return
+        rows = []
+        for learning, embedding, _ in items:
+            params = learning_params(learning)
+            params["embedding"] = [float(x) for x in embedding]
+            rows.append(params)
+        # One CREATE per node: an UNWIND over rows of this many columns, some strings null in
+        # some rows, made a later SET on those nodes segfault Kùzu 0.11.3 (reproduced in
+        # tests/test_memory_core.py::test_batch_rows_with_null_strings_can_be_updated).
+        props = ", ".join(f"{p}: ${p}" for p in rows[0])
         with self.transaction():
-            self.write(f"CREATE (l:Learning {{{props}}})", params)
-            self._link(learning.id, links, learning.created_at)
-            key = params["content_key"]
-            self.on_commit(lambda: self._committed(learning, embedding, key))
+            for params in rows:
+                self.write(f"CREATE (l:Learning {{{props}}})", params)
+            self._link_many([(learning.id, links, learning.created_at) for learning, _, links in items])
+            for (learning, embedding, _), params in zip(items, rows):
+                self.on_commit(functools.partial(self._committed, learning, embedding, params["content_key"]))
 
     def _link(self, learning_id: str, links: LearningLinks, when: datetime) -> None:
-        ts = to_db_time(when)
-        p: dict[str, Any] = {"id": learning_id, "ts": ts}
-        if links.tool:
-            self.write(
-                "MERGE (t:Tool {name: $name}) ON CREATE SET t.success_count = 0, t.error_count = 0, t.created_at = $ts "
-                "WITH t MATCH (l:Learning {id: $id}) MERGE (l)-[:ABOUT_TOOL]->(t)",
-                {**p, "name": links.tool},
-            )
-        for topic in links.topics:
-            self.write(
-                "MERGE (t:Topic {name: $name}) ON CREATE SET t.created_at = $ts "
-                "WITH t MATCH (l:Learning {id: $id}) MERGE (l)-[:ABOUT_TOPIC]->(t)",
-                {**p, "name": topic},
-            )
-        for entity in links.entities:
-            self.write(
-                "MERGE (e:Entity {name: $name}) ON CREATE SET e.kind = 'thing', e.created_at = $ts "
-                "WITH e MATCH (l:Learning {id: $id}) MERGE (l)-[:MENTIONS]->(e)",
-                {**p, "name": entity},
-            )
-        if links.objective_type:
-            self.write(
-                "MERGE (o:ObjectiveType {name: $name}) ON CREATE SET o.created_at = $ts "
-                "WITH o MATCH (l:Learning {id: $id}) MERGE (l)-[:FOR_OBJECTIVE_TYPE]->(o)",
-                {**p, "name": links.objective_type},
-            )
-        if links.objective_id:
-            self.write(
-                "MATCH (l:Learning {id: $id}), (o:Objective {id: $oid}) MERGE (l)-[:FOR_OBJECTIVE]->(o)",
-                {"id": learning_id, "oid": links.objective_id},
-            )
-        if links.source_event_id:
-            self.write(
-                "MATCH (l:Learning {id: $id}), (e:Event {id: $eid}) MERGE (l)-[:DERIVED_FROM]->(e)",
-                {"id": learning_id, "eid": links.source_event_id},
-            )
-        self._relate(links.topics, links.entities)
+        self._link_many([(learning_id, links, when)])
 
-    def _relate(self, topics: Sequence[str], entities: Sequence[str]) -> None:
-        """Count co-occurrence of the topics and entities one learning links (RELATED edges)."""
-        pairs: list[tuple[str, str, str, str]] = []
-        names = [("Topic", t) for t in topics] + [("Entity", e) for e in entities]
-        for i, (ka, a) in enumerate(names):
-            for kb, b in names[i + 1 :]:
-                if a != b or ka != kb:
-                    pairs.append((ka, a, kb, b))
-        for ka, a, kb, b in pairs:
+    def _link_many(self, entries: Sequence[tuple[str, LearningLinks, datetime]]) -> None:
+        """MERGE the anchor nodes and the learnings' edges to them: one statement per edge type."""
+        edges: dict[str, list[dict[str, Any]]] = {k: [] for k in _LINK_CYPHER}
+        pairs: Counter[tuple[str, str, str, str]] = Counter()
+        for ident, links, when in entries:
+            ts = to_db_time(when)
+            if links.tool:
+                edges["tool"].append({"id": ident, "name": links.tool, "ts": ts})
+            edges["topic"] += [{"id": ident, "name": t, "ts": ts} for t in links.topics]
+            edges["entity"] += [{"id": ident, "name": e, "ts": ts} for e in links.entities]
+            if links.objective_type:
+                edges["objective_type"].append({"id": ident, "name": links.objective_type, "ts": ts})
+            if links.objective_id:
+                edges["objective"].append({"id": ident, "name": links.objective_id, "ts": ts})
+            if links.source_event_id:
+                edges["event"].append({"id": ident, "name": links.source_event_id, "ts": ts})
+            pairs.update(_cooccurring(links.topics, links.entities))
+        for kind, rows in edges.items():
+            if rows:
+                self.write(_LINK_CYPHER[kind], {"rows": rows})
+        self._relate(pairs)
+
+    def _relate(self, pairs: Counter[tuple[str, str, str, str]]) -> None:
+        """Add co-occurrence counts of topics and entities (RELATED edges): one statement per label pair."""
+        by_labels: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for (ka, a, kb, b), weight in pairs.items():
+            by_labels.setdefault((ka, kb), []).append({"a": a, "b": b, "w": weight})
+        for (ka, kb), rows in by_labels.items():
             self.write(
-                f"MATCH (a:{ka} {{name: $a}}), (b:{kb} {{name: $b}}) "
-                "MERGE (a)-[r:RELATED]->(b) ON CREATE SET r.weight = 1 ON MATCH SET r.weight = r.weight + 1",
-                {"a": a, "b": b},
+                f"UNWIND $rows AS r MATCH (a:{ka} {{name: r.a}}), (b:{kb} {{name: r.b}}) "
+                "MERGE (a)-[e:RELATED]->(b) ON CREATE SET e.weight = r.w ON MATCH SET e.weight = e.weight + r.w",
+                {"rows": rows},
             )
 
     def add_links(self, learning_id: str, links: LearningLinks) -> None:
