@@ -91,8 +91,9 @@ def make_llm() -> Any:
     return OfflineLLM()
 
 
-def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
-    """``app.command`` whose errors print one line and exit 1 (no traceback)."""
+def command(*args: Any, target: typer.Typer | None = None, **kwargs: Any) -> Callable[[F], F]:
+    """``app.command`` (or ``target.command`` for a sub-app) whose errors print one line and exit 1
+    (no traceback), and which closes the command's Memory when it ends."""
 
     def wrap(fn: F) -> F:
         import functools
@@ -107,7 +108,7 @@ def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
                         state._memory.close()
                         state._memory = None
 
-        app.command(*args, **kwargs)(inner)
+        (target or app).command(*args, **kwargs)(inner)
         return fn
 
     return wrap

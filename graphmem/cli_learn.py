@@ -12,7 +12,6 @@ The LLM is the CLI's: AnthropicLLM when ``ANTHROPIC_API_KEY`` is set, else the o
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from graphmem.cli import app, cli_errors, command, console, learning_rows, open_memory, print_json, print_rows, state
+from graphmem.cli import app, command, console, learning_rows, open_memory, print_json, print_rows
 from graphmem.errors import InvalidInputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -29,23 +28,8 @@ app.add_typer(objective_app, name="objective")
 
 
 def _sub(name: str) -> Callable[[F], F]:
-    """``objective_app.command`` with the CLI's one-line errors and memory closing."""
-
-    def wrap(fn: F) -> F:
-        @functools.wraps(fn)
-        def inner(*a: Any, **kw: Any) -> Any:
-            with cli_errors():
-                try:
-                    return fn(*a, **kw)
-                finally:
-                    if state._memory is not None:
-                        state._memory.close()
-                        state._memory = None
-
-        objective_app.command(name)(inner)
-        return fn
-
-    return wrap
+    """A command of ``graphmem objective``."""
+    return command(name, target=objective_app)
 
 
 def _show_learnings(learned: list[Any], json_out: bool, empty: str) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from graphmem.errors import InvalidInputError, NotFoundError
 from graphmem.inputs import names, optional_text, require_choice, require_count, require_text, require_unit
+from graphmem.learn.curator import merged_learning
 from graphmem.models import (
     LEARNING_KINDS,
     SENTIMENTS,
@@ -122,7 +123,7 @@ class LearningsAPI:
                 key = (learning.user_id, content_key(learning.content))
                 if key in fresh:  # a duplicate inside the batch: fold it into the pending one
                     first, first_links, first_vector = fresh[key]
-                    fresh[key] = (_merged(first, learning, now), _union_links(first_links, links), first_vector)
+                    fresh[key] = (merged_learning(first, learning, now), _union_links(first_links, links), first_vector)
                     out.append(key)
                     continue
                 existing_id = self.store.learning_catalog.find_exact(*key)
@@ -211,7 +212,7 @@ class LearningsAPI:
 
     def _merge_into(self, existing: Learning, new: Learning, links: LearningLinks) -> Learning:
         """Count a validation on ``existing`` and add the new learning's links to it."""
-        merged = _merged(existing, new, self.now())
+        merged = merged_learning(existing, new, self.now())
         extra = LearningLinks(
             tool=new.tool if new.tool and new.tool != existing.tool else None,
             topics=[t for t in new.topics if t not in existing.topics],
@@ -380,24 +381,6 @@ def _embedding_text(learning: Learning) -> str:
     if learning.recommendation and learning.recommendation not in learning.content:
         parts.append(learning.recommendation)
     return " ".join(parts)
-
-
-def _merged(existing: Learning, new: Learning, now: datetime) -> Learning:
-    """``existing`` after ``new`` repeated it: a validation, and any detail it lacked."""
-    return existing.model_copy(
-        update={
-            "validations": existing.validations + 1,
-            "last_validated_at": now,
-            "updated_at": now,
-            "confidence": max(existing.confidence, new.confidence),
-            "recommendation": existing.recommendation or new.recommendation,
-            "applies_when": existing.applies_when or new.applies_when,
-            "tool": existing.tool or new.tool,
-            "objective_type": existing.objective_type or new.objective_type,
-            "topics": _union(existing.topics, new.topics),
-            "entities": _union(existing.entities, new.entities),
-        }
-    )
 
 
 def _union_links(a: LearningLinks, b: LearningLinks) -> LearningLinks:

@@ -35,7 +35,8 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -280,24 +281,13 @@ class Curator:
             abs(new_score - old_score) <= 1e-9 and new.confidence > existing.confidence
         )
         reword = reword and content_key(new.content) != content_key(existing.content)
-        update = {
-            "validations": existing.validations + 1,
-            "last_validated_at": now,
-            "updated_at": now,
-            "confidence": max(existing.confidence, new.confidence),
-            "recommendation": existing.recommendation or new.recommendation,
-            "applies_when": existing.applies_when or new.applies_when,
-            "tool": existing.tool or new.tool,
-            "objective_type": existing.objective_type or new.objective_type,
-            "topics": existing.topics + [t for t in new.topics if t not in existing.topics],
-            "entities": existing.entities + [e for e in new.entities if e not in existing.entities],
-        }
+        update: dict[str, Any] = {}
         if reword:
             update.update({"content": new.content, "recommendation": new.recommendation or existing.recommendation,
                            "applies_when": new.applies_when or existing.applies_when})
         if existing.kind == "observation" and new.kind in ADVICE_KINDS:
             update.update({"kind": new.kind})  # the advice wording wins over a bare observation
-        merged = existing.model_copy(update=update)
+        merged = merged_learning(existing, new, now).model_copy(update=update)
         extra = LearningLinks(
             tool=new.tool if new.tool and new.tool != existing.tool else None,
             topics=[t for t in new.topics if t not in existing.topics],
@@ -350,12 +340,31 @@ class Curator:
         return CurationResult(learning, "superseded" if supersede else "contradicted", [o.id for o in olders])
 
 
+def merged_learning(existing: Learning, new: Learning, now: datetime) -> Learning:
+    """``existing`` after ``new`` repeated it: a validation, and any detail it lacked."""
+    return existing.model_copy(
+        update={
+            "validations": existing.validations + 1,
+            "last_validated_at": now,
+            "updated_at": now,
+            "confidence": max(existing.confidence, new.confidence),
+            "recommendation": existing.recommendation or new.recommendation,
+            "applies_when": existing.applies_when or new.applies_when,
+            "tool": existing.tool or new.tool,
+            "objective_type": existing.objective_type or new.objective_type,
+            "topics": existing.topics + [t for t in new.topics if t not in existing.topics],
+            "entities": existing.entities + [e for e in new.entities if e not in existing.entities],
+        }
+    )
+
+
 __all__ = [
     "ADVICE_KINDS",
     "CurationResult",
     "Curator",
     "learning_text",
     "looks_like_injection",
+    "merged_learning",
     "opposed",
     "polarity",
     "subject_overlap",
