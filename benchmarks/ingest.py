@@ -119,6 +119,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     Console().print(table)
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(result, indent=2))
+    from benchmarks.plots import named_bars
+
+    rates = {f"{kind}, {name}": figures[f"{kind}_per_s"]
+             for name, figures in result["ingest"].items() for kind in ("add_learning", "add_learnings")}
+    named_bars(rates, "graphmem ingest rate", "learnings per second", args.json_out.with_suffix(".png"))
     return result
 
 

@@ -85,3 +85,44 @@ def loop_curves(
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def scale_latency(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """context() p50/p95 (back-to-back and isolated) against the number of learnings, log x."""
+    plt = _pyplot()
+    sizes = [r["learnings"] for r in results]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for key, label, style in (
+        ("context_p50_ms", "p50 back-to-back", "o-"), ("context_p95_ms", "p95 back-to-back", "o--"),
+        ("context_isolated_p50_ms", "p50 isolated", "s-"), ("context_isolated_p95_ms", "p95 isolated", "s--"),
+        ("embed_query_p50_ms", "query embedding alone, p50", "^:"),
+    ):
+        if all(key in r for r in results):
+            ax.plot(sizes, [r[key] for r in results], style, label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("learnings in memory")
+    ax.set_ylabel("ms")
+    ax.set_title("graphmem context() latency (MiniLM, 2 cores)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def named_bars(values: Mapping[str, float], title: str, ylabel: str, path: Path) -> Path:
+    """One horizontal bar per named figure (ingest rates, refresh times)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(values) + 1.5))
+    names = list(values)
+    ax.barh(names, [values[n] for n in names], color="#4c72b0")
+    for i, n in enumerate(names):
+        ax.text(values[n], i, f" {values[n]:,.1f}", va="center", fontsize=8)
+    ax.set_xlabel(ylabel)
+    ax.set_title(title)
+    ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -375,6 +375,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         payload = {"cpu_count": os.cpu_count(), "embedder": args.embedder, "queries": args.queries, "results": results}
         args.json_out.write_text(json.dumps(payload, indent=2) + "\n")
+        from benchmarks.plots import scale_latency
+
+        print(f"wrote {args.json_out} and {scale_latency(results, args.json_out.with_suffix('.png'))}")
     return results
 
 

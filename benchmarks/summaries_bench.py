@@ -139,6 +139,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    from benchmarks.plots import named_bars
+
+    named_bars({f"{r['size']:,} learnings": r["incremental_refresh_ms_p50"] for r in result["rows"]},
+               "refresh one stale tool summary after 5 new learnings (p50)", "ms",
+               args.json_out.with_suffix(".png"))
     print(f"\nmax ratio {worst:.2f} ({'within' if worst <= 2.0 else 'NOT within'} 2x); wrote {args.json_out}")
     return result
 
