@@ -117,6 +117,7 @@ class Settings(BaseModel):
     disable_streak: int = 3
     canary_min_allocation: float = 0.2
     new_reflection_status: str = "candidate"
+    candidate_promote_validations: int = 3  # re-derivations that put a candidate on canary (0: never)
 
     # --- tiers (seed 003 system 4) -------------------------------------------------------
     pinned_min_validations: int = 10

@@ -221,6 +221,29 @@ def _hypotheses(mem: Memory, learnings: dict[str, Learning], report: CycleReport
             report.warnings.append(f"hypothesis invalidated ({why}): {l.content[:120]}")
 
 
+# --- onboarding (the gap seed 000 names) ---------------------------------------------------------
+def _onboard(mem: Memory, learnings: dict[str, Learning], report: CycleReport) -> None:
+    """candidate → canary once re-derived ``candidate_promote_validations`` times.
+
+    context() never shows shadow or candidate learnings, so they collect no outcome windows;
+    without another path nothing new would ever reach the stage (seed 000's known gap). The
+    evidence used instead, for candidates without any outcome: the same rule derived again in
+    later episodes (the curator merges it, counting a validation). Once on canary it is sampled by its allocation and judged by real
+    outcome windows like everything else.
+    """
+    s = mem.settings
+    if s.candidate_promote_validations <= 0:
+        return
+    for lid, l in list(learnings.items()):
+        if l.status != "candidate" or l.validations < s.candidate_promote_validations or l.contradictions:
+            continue
+        if l.helpful + l.harmful:  # it has outcome evidence: the windows decide
+            continue
+        why = f"re-derived {l.validations} times ({s.candidate_promote_validations} needed to go on canary)"
+        learnings[lid] = mem._apply_changes(l, {"status": "canary"}, reason=why)
+        report.transitions.append(Change(learning_id=lid, field="status", old="candidate", new="canary", reason=why))
+
+
 # --- pruning (seed 004) --------------------------------------------------------------------------
 def prune_reason(l: Learning, now: datetime, s: Settings) -> str | None:
     """Why ``l`` should be archived (seed 004 should_prune), or None to keep it."""
@@ -309,6 +332,7 @@ def run_cycle(mem: Memory) -> CycleReport:
     _windows(mem, report)
     learnings = {l.id: l for l in mem.store.find_learnings(user_id=mem.user, include_shared=False)}
     _hypotheses(mem, learnings, report)
+    _onboard(mem, learnings, report)
     _prune(mem, learnings, now, report)
     _tiers(mem, learnings, now, report)
     _decay(mem, learnings, now, report)

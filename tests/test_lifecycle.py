@@ -263,3 +263,17 @@ def test_cli_outcome_and_cycle(db_path: Any, clock: Any) -> None:
     assert r.exit_code == 0 and '"transitions"' in r.output
     r = runner.invoke(app, base + ["cycle"])
     assert r.exit_code == 0, r.output
+
+
+def test_a_candidate_rederived_enough_times_goes_on_canary(make_memory) -> None:  # type: ignore[no-untyped-def]
+    mem = make_memory()
+    rule = mem.add_learning("Check the invoice currency before sending", status="candidate", source_type="reflection")
+    once = mem.add_learning("Check the invoice currency before sending", status="candidate")  # merged: 1 validation
+    assert once.id == rule.id and mem.run_cycle().transitions == []
+    for _ in range(2):
+        mem.add_learning("Check the invoice currency before sending", status="candidate")
+    report = mem.run_cycle()
+    assert [(c.learning_id, c.old, c.new) for c in report.transitions] == [(rule.id, "candidate", "canary")]
+    onboarded = mem.get_learning(rule.id)
+    assert onboarded.status == "canary" and onboarded.canary_allocation == mem.settings.canary_min_allocation
+    assert [t.new for t in mem.store.transitions(rule.id) if t.field == "status"] == ["canary"]
