@@ -32,7 +32,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+console = Console(soft_wrap=True)  # long lines stay whole (paths, ids): the terminal wraps them
 err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -161,7 +161,7 @@ def test_cli_commands(make_memory: Callable[..., Memory], clock: FakeClock, db_p
     def run(*args: str) -> str:
         result = runner.invoke(cli.app, [*base, *args])
         assert result.exit_code == 0, result.output
-        return result.output
+        return " ".join(result.output.split())  # rich wraps long lines at the runner's width
 
     agents = tmp_path / "AGENTS.md"
     assert "1 promoted" in run("promote", "--to", str(agents))
