@@ -34,6 +34,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from graphmem.config import Settings
+
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "learnings.json"
 
 LearningKind = Literal["rule", "preference", "checklist", "bug_fix", "prompt", "observation", "hypothesis"]
@@ -67,16 +69,8 @@ MIN_QUERIES_PER_KIND: Mapping[str, int] = {k: (4 if k == "no_answer" else 6) for
 #: Statuses that keep a learning out of the advice pool entirely.
 NOISE_STATUSES: frozenset[str] = frozenset({"disabled", "shadow", "candidate"})
 #: Time to live per learning kind in days (None or absent = never expires); mirrors the
-#: defaults of ``graphmem.config.Settings.ttl_days`` (seed 004).
-DEFAULT_TTL_DAYS: Mapping[str, int | None] = {
-    "observation": 90,
-    "hypothesis": 180,
-    "rule": None,
-    "preference": None,
-    "checklist": None,
-    "bug_fix": None,
-    "prompt": None,
-}
+#: graphmem's per-kind TTL defaults (seed 004), read from Settings so the two never drift apart.
+DEFAULT_TTL_DAYS: Mapping[str, int | None] = Settings().ttl_days
 
 Grade = Annotated[int, Field(ge=1, le=2)]
 
