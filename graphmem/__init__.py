@@ -24,8 +24,6 @@ from graphmem.errors import (
     StoreError,
 )
 from graphmem.memory import Memory
-from graphmem.retrieve import AssembledContext, ScoredLearning
-from graphmem.retrieve.search import Hit
 from graphmem.models import (
     Application,
     Entity,
@@ -37,6 +35,8 @@ from graphmem.models import (
     Topic,
     Transition,
 )
+from graphmem.retrieve import AssembledContext, ScoredLearning
+from graphmem.retrieve.search import Hit
 
 __version__ = "0.1.0"
 

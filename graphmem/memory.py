@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ import numpy as np
 from graphmem.config import Settings
 from graphmem.embed import Embedder, HashEmbedder, default_embedder
 from graphmem.errors import InvalidInputError
+from graphmem.export import ExportReport
 from graphmem.inputs import (
     json_object,
     names,
@@ -31,28 +32,27 @@ from graphmem.inputs import (
     require_choice,
     require_text,
 )
+from graphmem.insights import Insights
+from graphmem.learn.judges import TraceResult, TrainReport  # learning (issue 3)
+from graphmem.learn.reflection import ReflectionRecord  # learning (issue 3)
+from graphmem.lifecycle import CycleReport  # outcomes and lifecycle (issue 6)
+from graphmem.memory_learnings import LearningsAPI
+from graphmem.memory_retrieval import RetrievalAPI
 from graphmem.models import (
     EVENT_KINDS,
     Event,
     Learning,
     LearningLinks,
+    Objective,  # learning (issue 3)
     Summary,
     utcnow,
 )
-from graphmem.memory_learnings import LearningsAPI
-from graphmem.memory_retrieval import RetrievalAPI
-from graphmem.store import open_store, release_store
-from graphmem.export import ExportReport
-from graphmem.insights import Insights
-from graphmem.promote import PromoteReport, SweepReport
-from graphmem.summaries import SummaryService
-from graphmem.lifecycle import CycleReport  # outcomes and lifecycle (issue 6)
 from graphmem.outcomes import OutcomeReport  # outcomes and lifecycle (issue 6)
-from graphmem.learn.judges import TraceResult, TrainReport  # learning (issue 3)
-from graphmem.learn.reflection import ReflectionRecord  # learning (issue 3)
-from graphmem.models import Objective  # learning (issue 3)
+from graphmem.promote import PromoteReport, SweepReport
+from graphmem.store import open_store, release_store
+from graphmem.summaries import SummaryService
 
-__all__ = ["Memory", "HashEmbedder"]
+__all__ = ["HashEmbedder", "Memory"]
 
 _OUTBOUND_ROLES = frozenset({"assistant", "agent", "tool", "system"})
 _UPDATABLE = {
@@ -123,7 +123,7 @@ class Memory(LearningsAPI, RetrievalAPI):
     def now(self) -> datetime:
         """The current time from the injected clock, aware UTC."""
         now = self.clock()
-        return now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+        return now if now.tzinfo else now.replace(tzinfo=UTC)
 
     def _embed_one(self, text: str) -> np.ndarray:
         return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
@@ -191,7 +191,7 @@ class Memory(LearningsAPI, RetrievalAPI):
         return Event(
             user_id=self.user, session_id=session_id, kind=kind, role=role, direction=direction,  # type: ignore[arg-type]
             is_owner=bool(is_owner), content=text, tool_name=optional_text("tool", tool, max_chars=200),
-            success=success, objective_id=objective_id, created_at=when.astimezone(timezone.utc),
+            success=success, objective_id=objective_id, created_at=when.astimezone(UTC),
             metadata=json_object("metadata", metadata), entities=names("entity", entities),
         )
 

@@ -8,7 +8,7 @@ edges and the summary-staleness hook (``_on_learnings_changed``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -167,7 +167,7 @@ class LearningsAPI:
             ttl_days = self.settings.ttl_days.get(kind) if kind in LEARNING_KINDS else None
         elif isinstance(ttl_days, bool) or not isinstance(ttl_days, int) or ttl_days <= 0:
             raise InvalidInputError(f"ttl_days must be a whole number of days > 0 (or None), got {ttl_days!r}")
-        when = (created_at or self.now()).astimezone(timezone.utc)
+        when = (created_at or self.now()).astimezone(UTC)
         if objective_id is not None:
             self.store.get_objective(objective_id)
         learning = Learning(

@@ -7,7 +7,7 @@ timezone-aware UTC; ids are uuid4 strings.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,7 +52,7 @@ RATINGS: tuple[str, ...] = get_args(Rating)
 
 def utcnow() -> datetime:
     """The current time, timezone-aware UTC."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def new_id() -> str:

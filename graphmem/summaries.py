@@ -43,7 +43,7 @@ SCOPED_KINDS: tuple[str, ...] = ("tool", "topic", "objective_type")
 ELIGIBLE_STATUSES: tuple[str, ...] = ("active", "canary")
 PREFERENCE_KINDS: tuple[str, ...] = ("rule", "preference", "checklist", "bug_fix", "prompt")
 """Learning kinds that feed ``user_preferences`` (instructions, not raw observations)."""
-SCOPED_LEARNING_KINDS: tuple[str, ...] = PREFERENCE_KINDS + ("observation",)
+SCOPED_LEARNING_KINDS: tuple[str, ...] = (*PREFERENCE_KINDS, "observation")
 """Learning kinds that feed tool / topic / objective-type summaries."""
 
 

@@ -25,6 +25,8 @@ from pydantic import BaseModel, ValidationError
 
 from graphmem.errors import LLMError, LLMValidationError
 from graphmem.llm.base import LLMRequest, T
+from graphmem.llm.offline_feedback import _objective_type_of, analyse_feedback
+from graphmem.llm.offline_text import _STOP, _cap, _gist, _norm, _rx, _sentences, _similar, _tokens, _unique, _words
 from graphmem.llm.schemas import (
     EpisodeReflection,
     EvaluationLearning,
@@ -35,10 +37,6 @@ from graphmem.llm.schemas import (
     ReflectorOutput,
     SummaryOutput,
 )
-
-
-from graphmem.llm.offline_feedback import _objective_type_of, analyse_feedback
-from graphmem.llm.offline_text import _STOP, _cap, _gist, _norm, _rx, _sentences, _similar, _tokens, _unique, _words
 
 # --- objective evaluation --------------------------------------------------------------------
 

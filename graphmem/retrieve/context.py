@@ -56,10 +56,7 @@ class ScoredLearning:
     def prompt_lines(self) -> list[str]:
         """This learning as seed 001 formats it in "Relevant Learnings"."""
         l = self.learning
-        if l.tool:
-            lines = [f"- **{l.tool}**: {l.content}"]
-        else:
-            lines = [f"- {l.content}"]
+        lines = [f"- **{l.tool}**: {l.content}"] if l.tool else [f"- {l.content}"]
         if l.recommendation and l.recommendation not in l.content:
             lines.append(f"  → {l.recommendation}")
         return lines

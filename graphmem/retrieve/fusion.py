@@ -42,10 +42,7 @@ def quality_prior(
     """
     helpful = catalog.col("helpful")[rows]
     harmful = catalog.col("harmful")[rows]
-    if rng is not None:
-        success = rng.beta(helpful + 1.0, harmful + 1.0)
-    else:
-        success = (helpful + 1.0) / (helpful + harmful + 2.0)
+    success = rng.beta(helpful + 1.0, harmful + 1.0) if rng is not None else (helpful + 1.0) / (helpful + harmful + 2.0)
     confidence = catalog.col("confidence")[rows]
     age_days = np.maximum(0.0, (now_ts - catalog.col("updated_at")[rows]) / 86400.0)
     half_life = max(settings.recency_half_life_days, 1e-9)

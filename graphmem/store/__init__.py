@@ -22,15 +22,15 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from graphmem.models import Event, Learning, LearningLinks, Objective
-from graphmem.store.bulk import BulkStore
 from graphmem.store.analytics import AnalyticsStore
+from graphmem.store.bulk import BulkStore
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.events import EventStore
 from graphmem.store.learnings import LearningStore
 from graphmem.store.loop import LoopStore
+from graphmem.store.retrieval import RetrievalStore
 from graphmem.store.search import SearchStore
 from graphmem.store.summaries import SummaryStore
-from graphmem.store.retrieval import RetrievalStore
 from graphmem.store.traces import TraceStore
 
 

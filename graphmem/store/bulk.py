@@ -60,7 +60,7 @@ class BulkStore(LearningStore):
         if vectors.shape != (n, self.dim):
             raise InvalidInputError(f"embeddings must have shape ({n}, {self.dim}), got {vectors.shape}")
         rows = [learning_params(l) for l in learnings]
-        columns = list(LEARNING_PROPS[:5]) + ["content_key", "search_text"] + list(LEARNING_PROPS[5:])
+        columns = [*list(LEARNING_PROPS[:5]), "content_key", "search_text", *list(LEARNING_PROPS[5:])]
         # The COPY maps columns by position, so follow the table's property order exactly.
         info = self.read("CALL table_info('Learning') RETURN name, type")
         arrays: dict[str, pa.Array] = {}

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
-from datetime import datetime, timezone
 
 import numpy as np
 
@@ -22,14 +22,14 @@ from graphmem.store.text import search_text
 
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 TIER_CODE = {t: i for i, t in enumerate(TIERS)}
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _ts(dt: datetime | None) -> float:
     if dt is None:
         return np.nan
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return (dt - _EPOCH).total_seconds()
 
 
@@ -216,10 +216,7 @@ class LearningCatalog:
             self.term_df.update(set(search_text(learning.content, learning.recommendation, learning.applies_when).split()))
         if embedding is None and not known:
             raise ValueError(f"learning {learning.id} is new to the catalog and needs an embedding")
-        if embedding is not None:
-            row = self.vectors.put(learning.id, embedding)
-        else:
-            row = self.vectors.rows[learning.id]
+        row = self.vectors.put(learning.id, embedding) if embedding is not None else self.vectors.rows[learning.id]
         self._ensure(row + 1)
         if row == len(self.user):
             self.user.append(learning.user_id)

@@ -16,8 +16,8 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from datetime import datetime, timezone
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ def to_db_time(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     if value.tzinfo is not None:
-        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(UTC).replace(tzinfo=None)
     return value
 
 
@@ -48,7 +48,7 @@ def from_db_time(value: Any) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, datetime):
-        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value
     raise StoreError(f"expected a timestamp from the database, got {value!r}")
 
 
@@ -260,7 +260,7 @@ class KuzuBase:
         for future in pending:
             try:
                 future.result()
-            except BaseException as e:  # noqa: BLE001 -- reported below, once
+            except BaseException as e:
                 first = first or e
         if first is not None:
             raise StoreError(f"a deferred write failed: {first}") from first
@@ -370,10 +370,8 @@ class KuzuBase:
 
 
 def _rollback(conn: kuzu.Connection) -> None:
-    try:
+    with suppress(RuntimeError):
         conn.execute("ROLLBACK")
-    except RuntimeError:
-        pass
 
 
 def _first_line(e: Exception) -> str:

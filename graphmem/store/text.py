@@ -15,11 +15,7 @@ _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 # Function words only: negations, modal and instruction verbs ("never", "always", "keep",
 # "avoid", "use") are kept on purpose, because rules hinge on them.
 STOPWORDS = frozenset(
-    """a an the and or but if of to in on at by for from with as into onto about than then
-    is are was were be been being am it its it's this that these those there here i me my we
-    our us you your he him his she her they them their what which who whom whose how when
-    where why do does did doing have has had having so such very just also too can could would
-    should will shall may might must 's s t""".split()
+    ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "from", "with", "as", "into", "onto", "about", "than", "then", "is", "are", "was", "were", "be", "been", "being", "am", "it", "its", "it's", "this", "that", "these", "those", "there", "here", "i", "me", "my", "we", "our", "us", "you", "your", "he", "him", "his", "she", "her", "they", "them", "their", "what", "which", "who", "whom", "whose", "how", "when", "where", "why", "do", "does", "did", "doing", "have", "has", "had", "having", "so", "such", "very", "just", "also", "too", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "'s", "s", "t"]
 )
 
 _SUFFIXES: tuple[tuple[str, str], ...] = (
