@@ -33,17 +33,17 @@ mode), a table, JSON and a PNG line plot.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import random
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.learnings_bench import _stdout_to_stderr
 from graphmem.config import Settings
 from graphmem.embed import Embedder, HashEmbedder
 from graphmem.memory import Memory
@@ -314,15 +314,6 @@ def print_table(result: dict[str, Any], console: Any) -> None:
                   str(r["advised_wrong"]), f"{r['corrections']} ({r['wrong_corrections']})",
                   f"{r['injections_accepted']}/{r['injections']}", str(r["transitions"]), f"{r['seconds']:.1f}")
     console.print(t)
-
-
-@contextlib.contextmanager
-def _stdout_to_stderr(active: bool) -> Iterator[None]:
-    if not active:
-        yield
-        return
-    with contextlib.redirect_stdout(sys.stderr):
-        yield
 
 
 def main(argv: Sequence[str] | None = None) -> int:
