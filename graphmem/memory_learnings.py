@@ -200,18 +200,29 @@ class LearningsAPI:
         return learning, links
 
     def _store_learning(self, learning: Learning, links: LearningLinks, embedding: np.ndarray) -> Learning:
-        """Insert, or merge into an existing duplicate (the curator decides)."""
-        existing_id = self.store.learning_catalog.find_exact(learning.user_id, content_key(learning.content))
-        if existing_id is not None:
-            return self._merge_into(self.store.get_learning(existing_id), learning, links)
+        """Insert, or merge into an existing exact duplicate.
+
+        The duplicate check runs inside the write transaction, so threads adding the same
+        content at once store one learning (the others count validations on it).
+        """
         with self.store.transaction():
-            self.store.insert_learning(learning, embedding, links)
-            self._on_learnings_changed([learning], change="created")
+            existing_id = self.store.learning_catalog.find_exact(learning.user_id, content_key(learning.content))
+            if existing_id is not None:
+                stored = self._merge_into(self.store.get_learning(existing_id), learning, links)
+            else:
+                self.store.insert_learning(learning, embedding, links)
+                self._on_learnings_changed([learning], change="created")
+                stored = learning
         self._after_write()
-        return learning
+        return stored
 
     def _merge_into(self, existing: Learning, new: Learning, links: LearningLinks) -> Learning:
         """Count a validation on ``existing`` and add the new learning's links to it."""
+        with self.store.transaction():  # joins the caller's: ``existing`` is re-read under the lock
+            existing = self.store.get_learning(existing.id)
+            return self._merge_in_transaction(existing, new, links)
+
+    def _merge_in_transaction(self, existing: Learning, new: Learning, links: LearningLinks) -> Learning:
         merged = merged_learning(existing, new, self.now())
         extra = LearningLinks(
             tool=new.tool if new.tool and new.tool != existing.tool else None,
@@ -221,11 +232,9 @@ class LearningsAPI:
             objective_id=links.objective_id,
             source_event_id=links.source_event_id,
         )
-        with self.store.transaction():
-            self.store.save_learning(merged)
-            self.store.add_links(merged.id, extra)
-            self._on_learnings_changed([merged], change="merged")
-        self._after_write()
+        self.store.save_learning(merged)
+        self.store.add_links(merged.id, extra)
+        self._on_learnings_changed([merged], change="merged")
         return merged
 
     def get_learning(self, learning_id: str) -> Learning:
@@ -284,16 +293,38 @@ class LearningsAPI:
         return clean
 
     def _apply_changes(self, current: Learning, clean: Mapping[str, Any], *, reason: str) -> Learning:
-        """Write validated changes; log status/tier transitions; re-embed changed text."""
+        """Write validated changes; log status/tier transitions; re-embed changed text.
+
+        The learning is re-read inside the write transaction and the changes applied to that
+        copy, so a concurrent write (an outcome, a merge) is never overwritten with stale fields.
+        """
         now = self.now()
-        transitions = [
-            (f, str(getattr(current, f)), str(clean[f]))
-            for f in ("status", "tier")
-            if f in clean and clean[f] != getattr(current, f)
-        ]
+        text_changed = any(f in clean for f in ("content", "recommendation", "applies_when"))
+        planned = self._changed_learning(current, clean, now)
+        embedding = self._embed_one(_embedding_text(planned)) if text_changed else None
+        with self.store.transaction():
+            fresh = self.store.get_learning(current.id)
+            updated = self._changed_learning(fresh, clean, now)
+            if text_changed and _embedding_text(updated) != _embedding_text(planned):
+                embedding = self._embed_one(_embedding_text(updated))
+            self.store.save_learning(updated, embedding)
+            for field in ("status", "tier"):
+                old, new = str(getattr(fresh, field)), str(getattr(updated, field))
+                if old != new:
+                    self.store.log_transition(
+                        Transition(learning_id=updated.id, field=field, old=old, new=new, reason=reason,
+                                   version=updated.version, created_at=now)
+                    )
+            self._on_learnings_changed([updated], change="retired" if updated.status == "disabled" else "updated")
+        self._after_write()
+        return updated
+
+    def _changed_learning(self, current: Learning, clean: Mapping[str, Any], now: datetime) -> Learning:
+        """``current`` with the validated changes applied (version bumped on a status/tier change)."""
+        moved = any(f in clean and clean[f] != getattr(current, f) for f in ("status", "tier"))
         update = dict(clean)
         update["updated_at"] = now
-        if transitions:
+        if moved:
             update["version"] = current.version + 1
         if clean.get("status") == "canary" and "canary_allocation" not in clean and current.status != "canary":
             update["canary_allocation"] = self.settings.canary_min_allocation
@@ -301,17 +332,6 @@ class LearningsAPI:
             update["canary_allocation"] = 1.0
         updated = current.model_copy(update=update)
         Learning.model_validate(updated.model_dump())  # re-check the combined result
-        text_changed = any(f in clean for f in ("content", "recommendation", "applies_when"))
-        embedding = self._embed_one(_embedding_text(updated)) if text_changed else None
-        with self.store.transaction():
-            self.store.save_learning(updated, embedding)
-            for field, old, new in transitions:
-                self.store.log_transition(
-                    Transition(learning_id=updated.id, field=field, old=old, new=new, reason=reason,
-                               version=updated.version, created_at=now)
-                )
-            self._on_learnings_changed([updated], change="retired" if updated.status == "disabled" else "updated")
-        self._after_write()
         return updated
 
     def retire_learning(self, learning_id: str, *, reason: str = "retired") -> Learning:

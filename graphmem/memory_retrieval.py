@@ -149,10 +149,11 @@ class RetrievalAPI:
         vector: np.ndarray | Callable[[], np.ndarray] | None = query_vector
         if vector is None and query.strip():
             vector = functools.partial(self._embed_one, query)
-        return self._retriever().rank(
-            user=self.user, query=query, query_vector=vector, now=now or self.now(),
-            limit=limit, tool=tool, entities=entities, topics=topics, objective_type=objective_type,
-        )
+        with self.store.snapshot():  # the mirrors and the rows fetched agree
+            return self._retriever().rank(
+                user=self.user, query=query, query_vector=vector, now=now or self.now(),
+                limit=limit, tool=tool, entities=entities, topics=topics, objective_type=objective_type,
+            )
 
     # search and batch events (issue 4, search) ----------------------------------------------
     def record_events(self, items: Sequence[Mapping[str, Any]]) -> list[Event]:
@@ -222,7 +223,9 @@ class RetrievalAPI:
         hits: list[Hit] = []
         if over in ("events", "all"):
             searcher = EventSearch(self.store, self.embedder, self.settings, self.user)
-            hits.extend(_scaled(searcher.search(text, k=k, tool=tool_name, entities=entity_names), over))
+            with self.store.snapshot():
+                found = searcher.search(text, k=k, tool=tool_name, entities=entity_names)
+            hits.extend(_scaled(found, over))
         if over in ("learnings", "all"):
             hits.extend(_scaled(self._search_learnings(text, k, tool_name, entity_names, topic_names), over))
         hits.sort(key=lambda h: -h.score)

@@ -207,7 +207,7 @@ class SummaryService:
     def after_write(self) -> None:
         """After a commit: in inline mode, refresh the summaries the write made due."""
         store = self.memory.store
-        if store._tx_depth and store._write_lock._is_owned():  # type: ignore[attr-defined]
+        if store.in_transaction():
             return  # a batch is still open; its caller calls again after the commit
         with self._lock:
             if not self._due:

@@ -35,17 +35,22 @@ class UserColumn:
     """A cached boolean column "row belongs to user U", rebuilt only when the catalog changed."""
 
     def __init__(self) -> None:
-        self._key: tuple[object, ...] | None = None
-        self._mask = np.zeros(0, dtype=bool)
+        self._cached: tuple[tuple[object, ...], np.ndarray] | None = None
 
     def mask(self, catalog: LearningCatalog, user: str) -> np.ndarray:
-        """True where the row's learning belongs to ``user``."""
+        """True where the row's learning belongs to ``user``.
+
+        The key and the mask are stored and read as one tuple, so threads sharing the cache
+        (Memories for several users) never pair one user's key with another user's mask.
+        """
         n = len(catalog)
-        key = (id(catalog.user), n, catalog.ids[-1] if n else None, catalog.ids[0] if n else None, user)
-        if key != self._key:
-            self._mask = np.fromiter((u == user for u in catalog.user[:n]), dtype=bool, count=n)
-            self._key = key
-        return self._mask
+        key = (id(catalog.user), catalog.generation, n, user)
+        cached = self._cached
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        mask = np.fromiter((u == user for u in catalog.user[:n]), dtype=bool, count=n)
+        self._cached = (key, mask)
+        return mask
 
 
 def eligible_mask(

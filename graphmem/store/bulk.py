@@ -78,7 +78,7 @@ class BulkStore(LearningStore):
         topics = sorted({t for l in learnings for t in l.topics})
         entities = sorted({e for l in learnings for e in l.entities})
         otypes = sorted({l.objective_type for l in learnings if l.objective_type})
-        with self._write_lock:
+        with self.exclusive():
             conn = self._conn_main
             try:
                 _copy(conn, "Learning", table)

@@ -164,6 +164,7 @@ class LearningCatalog:
         self.term_df: Counter[str] = Counter()  # search_text term -> learnings containing it
         self.user: list[str] = []
         self.tool: list[str | None] = []
+        self.generation = 0  # bumped whenever rows are added, removed or change owner
         self.keys: dict[tuple[str, str], str] = {}
         self._key_of: dict[str, tuple[str, str]] = {}
         self.cols: dict[str, np.ndarray] = {c: np.zeros(16, dtype=np.float64) for c in self.COLUMNS}
@@ -221,7 +222,10 @@ class LearningCatalog:
         if row == len(self.user):
             self.user.append(learning.user_id)
             self.tool.append(learning.tool)
+            self.generation += 1
         else:
+            if self.user[row] != learning.user_id:
+                self.generation += 1
             self.user[row] = learning.user_id
             self.tool[row] = learning.tool
         self.anchors.set_row(
@@ -242,6 +246,7 @@ class LearningCatalog:
         if moved is None:
             return
         row, last = moved
+        self.generation += 1
         self.anchors.move(last, row)
         if row != last:
             self.user[row] = self.user[last]
@@ -277,6 +282,7 @@ class LearningCatalog:
                 self.term_df.update(set(text.split()))
         self.anchors.load(anchors if anchors is not None else [() for _ in ids])
         self.user, self.tool = list(users), list(tools)
+        self.generation += 1
         n = max(16, len(ids))
         self.cols = {}
         for name in self.COLUMNS:

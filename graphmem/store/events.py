@@ -127,7 +127,7 @@ class EventStore(KuzuBase):
 
     def load_event_catalog(self) -> None:
         """Rebuild the in-memory event catalog from the database."""
-        result = self._conn().execute("MATCH (e:Event) RETURN e.id AS id, e.user_id AS user_id, e.embedding AS embedding")
+        result = self.execute_read("MATCH (e:Event) RETURN e.id AS id, e.user_id AS user_id, e.embedding AS embedding")
         if isinstance(result, list):
             result = result[-1]
         table = result.get_as_arrow(chunk_size=1_000_000)

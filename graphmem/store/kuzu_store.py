@@ -14,7 +14,9 @@ import importlib.util  # noqa: F401  -- kuzu's COPY FROM a pyarrow table needs i
 import json
 import os
 import threading
+import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -32,6 +34,7 @@ from graphmem.errors import (
 )
 from graphmem.store import migrations
 from graphmem.store.catalog import EventCatalog, LearningCatalog
+from graphmem.store.locks import ReadWriteLock
 
 
 def to_db_time(value: datetime | None) -> datetime | None:
@@ -79,13 +82,17 @@ class KuzuBase:
         self.dim = dim
         self.embedder_name = embedder_name
         self.read_only = read_only
-        self._write_lock = threading.RLock()
+        self._lock = ReadWriteLock()  # shared for reads, exclusive for write transactions
         self._local = threading.local()
         self._closed = False
         self._tx_depth = 0
         self._after_commit: list[Callable[[], None]] = []
-        self._deferred: list[Any] = []  # futures of writes handed to the background writer
-        self._writer: Any = None
+        self._deferred: deque[Callable[[], None]] = deque()  # writes queued for the background writer
+        self._deferred_cond = threading.Condition()
+        self._writer: threading.Thread | None = None
+        self._stopping = False
+        self._draining = False
+        self.deferred_retries = 3
         self.learning_catalog = LearningCatalog(dim)
         self.event_catalog = EventCatalog(dim)
         self._db = self._open_database()
@@ -137,14 +144,14 @@ class KuzuBase:
                     f"{migrations.latest_version()}; open it once without read_only=True to migrate"
                 )
         else:
-            with self._write_lock:
+            with self._lock.exclusive():
                 version = migrations.migrate(conn, self.dim, self.embedder_name)
         return version
 
     # --- connections and transactions -----------------------------------------------------
     def _conn(self) -> kuzu.Connection:
         """This thread's read connection (inside this thread's write transaction: the writer's)."""
-        if self._tx_depth and self._write_lock._is_owned():  # type: ignore[attr-defined]
+        if self._lock.owned_exclusive():
             return self._conn_main
         if self._closed:
             raise StoreError("this Memory is closed; open a new one")
@@ -154,14 +161,42 @@ class KuzuBase:
             self._local.conn = conn
         return conn
 
+    def in_transaction(self) -> bool:
+        """True when the calling thread is inside one of this store's write transactions."""
+        return bool(self._tx_depth) and self._lock.owned_exclusive()
+
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction; nested uses join the outer one. Rolls back on any error."""
+    def exclusive(self) -> Iterator[None]:
+        """Hold the store alone (no read or write of another thread overlaps), outside Kùzu's
+        transactions: bulk COPY statements use it. Waits for deferred writes first."""
         if self.read_only:
             raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
-        if self._deferred and not self._on_writer_thread():
-            self.flush_deferred()
-        with self._write_lock:
+        with self._lock.exclusive():
+            if not self._tx_depth:
+                self._drain_deferred()
+            yield
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Hold the store shared: no write commits (and no mirror changes) until the block ends.
+
+        Ranking reads the in-memory mirrors and then a few rows from the file inside one
+        snapshot, so both agree. Do not start a write inside it (that raises LockUpgradeError).
+        """
+        with self._lock.shared():
+            yield
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction; nested uses join the outer one. Rolls back on any error.
+
+        Holds the store exclusively from BEGIN until the mirrors were updated after COMMIT, so
+        readers never see the file and the mirrors disagree. Deferred writes queued before it
+        are written first (in their own transactions).
+        """
+        if self.read_only:
+            raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
+        with self._lock.exclusive():
             conn = self._conn_main
             if self._tx_depth:
                 self._tx_depth += 1
@@ -170,6 +205,9 @@ class KuzuBase:
                 finally:
                     self._tx_depth -= 1
                 return
+            if self._closed:
+                raise StoreError("this Memory is closed; open a new one")
+            self._drain_deferred()
             try:
                 conn.execute("BEGIN TRANSACTION")
             except RuntimeError as e:
@@ -188,19 +226,29 @@ class KuzuBase:
             try:
                 conn.execute("COMMIT")
             except RuntimeError as e:
-                raise StoreError(f"commit failed: {e}") from e
+                _rollback(conn)
+                self._resync_mirrors()  # the commit may have reached the file: re-read it
+                raise StoreError(f"commit failed: {e}; the in-memory state was re-read from the file") from e
             for fn in pending:
                 fn()
+
+    def _resync_mirrors(self) -> None:
+        """Rebuild the in-memory mirrors from the file (the full store defines how)."""
+        reload = getattr(self, "reload_catalogs", None)
+        if reload is not None:
+            with suppress(Exception):
+                reload()
 
     def on_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` once the current write transaction commits (now, if there is none).
 
         In-memory state (the catalogs) is updated this way, so a rollback leaves it untouched.
         """
-        if self._tx_depth and self._write_lock._is_owned():  # type: ignore[attr-defined]
+        if self.in_transaction():
             self._after_commit.append(fn)
         else:
-            fn()
+            with self._lock.exclusive():
+                fn()
 
     def _prepared(self, conn: kuzu.Connection, cypher: str) -> Any:
         """A cached prepared statement for one of graphmem's own queries on ``conn``.
@@ -237,59 +285,122 @@ class KuzuBase:
         names = result.get_column_names()
         return [dict(zip(names, row)) for row in result.get_all()]
 
+    def execute_read(self, cypher: str, params: Mapping[str, Any] | None = None) -> Any:
+        """A raw Kùzu QueryResult for a read (columnar loads use it), under the shared lock.
+
+        Call it inside ``with store.snapshot():`` when the result is consumed afterwards.
+        """
+        with self._lock.shared():
+            try:
+                result = self._conn().execute(cypher, dict(params or {}))
+            except RuntimeError as e:
+                raise StoreError(f"query failed: {e}") from e
+        return result[-1] if isinstance(result, list) else result
+
     # --- deferred writes ----------------------------------------------------------------
     def defer_write(self, fn: Callable[[], None]) -> None:
-        """Run the write ``fn`` on a background writer thread, off the caller's path.
+        """Queue the write ``fn`` for a background writer thread, off the caller's path.
 
         Used for Application records, which context() must write but no caller waits for.
-        Anything that reads what a deferred write wrote waits for it first: every read or write
-        whose Cypher names an Application, analyst Cypher, a new transaction, and close().
+        Anything that reads what a deferred write wrote waits for it first: every read whose
+        Cypher names an Application, analyst Cypher, every new write transaction, and close().
+        A deferred write that fails is retried (``deferred_retries`` times); if it still fails it
+        stays queued and the next flush raises StoreError: it is never dropped silently.
         """
         if self.read_only:
             raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
-        if self._writer is None:
-            from concurrent.futures import ThreadPoolExecutor
+        with self._deferred_cond:
+            if self._closed:
+                raise StoreError("this Memory is closed; open a new one")
+            self._deferred.append(fn)
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._writer_loop, name="graphmem-writer", daemon=True)
+                self._writer.start()
+            self._deferred_cond.notify()
 
-            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphmem-writer")
-        self._deferred.append(self._writer.submit(fn))
+    def _writer_loop(self) -> None:
+        while True:
+            with self._deferred_cond:
+                while not self._deferred and not self._stopping:
+                    self._deferred_cond.wait()
+                if self._stopping:
+                    return
+            try:
+                with self._lock.exclusive():
+                    if not self._closed:
+                        self._drain_deferred()
+            except StoreError:
+                with self._deferred_cond:  # failing: wait for the next flush or a new write
+                    self._deferred_cond.wait(timeout=1.0)
+
+    def _drain_deferred(self) -> None:
+        """Write every queued deferred write, oldest first (caller holds the lock exclusively,
+        outside any transaction). A failing one is retried, then left queued and reported."""
+        if self._draining:
+            return  # a deferred write's own transaction
+        self._draining = True
+        try:
+            self._drain_queue()
+        finally:
+            self._draining = False
+
+    def _drain_queue(self) -> None:
+        while True:
+            with self._deferred_cond:
+                if not self._deferred:
+                    return
+                fn = self._deferred[0]
+            error: Exception | None = None
+            for attempt in range(self.deferred_retries + 1):
+                try:
+                    fn()
+                    error = None
+                    break
+                except Exception as e:
+                    error = e
+                    if attempt < self.deferred_retries:
+                        time.sleep(0.01 * (attempt + 1))
+            if error is not None:
+                raise StoreError(f"a deferred write failed and is kept to retry: {error}") from error
+            with self._deferred_cond:
+                self._deferred.popleft()
 
     def flush_deferred(self) -> None:
-        """Wait for every deferred write; re-raise the first failure as a StoreError."""
-        pending, self._deferred = self._deferred, []
-        first: BaseException | None = None
-        for future in pending:
-            try:
-                future.result()
-            except BaseException as e:
-                first = first or e
-        if first is not None:
-            raise StoreError(f"a deferred write failed: {first}") from first
-
-    def _on_writer_thread(self) -> bool:
-        return threading.current_thread().name.startswith("graphmem-writer")
+        """Wait until every deferred write is in the file; raises StoreError if one fails."""
+        if not self._deferred:
+            return
+        if self.in_transaction():
+            return  # drained when this transaction began; later ones belong to other threads
+        if self._lock.owned_shared():
+            raise StoreError("cannot wait for deferred writes inside a read snapshot")
+        with self._lock.exclusive():
+            self._drain_deferred()
 
     def _wait_if_needed(self, cypher: str) -> None:
-        if self._deferred and "Application" in cypher and not self._on_writer_thread():
+        if self._deferred and "Application" in cypher:
             self.flush_deferred()
 
     def read(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a read query; inside a write transaction it sees that transaction's writes."""
-        self._wait_if_needed(cypher)
-        try:
-            return self._run(self._conn(), cypher, params)
-        except RuntimeError as e:
-            raise StoreError(f"query failed: {e}") from e
+        if not self._lock.owned_shared():
+            self._wait_if_needed(cypher)
+        with self._lock.shared():
+            try:
+                return self._run(self._conn(), cypher, params)
+            except RuntimeError as e:
+                raise StoreError(f"query failed: {e}") from e
 
     def write(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Run a write query under the process-wide write lock."""
-        self._wait_if_needed(cypher)
+        """Run one write statement: inside the caller's transaction, or as its own."""
         if self.read_only:
             raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
-        with self._write_lock:
-            try:
-                return self._run(self._conn_main, cypher, params)
-            except RuntimeError as e:
-                raise StoreError(f"write failed: {e}") from e
+        if not self.in_transaction():
+            with self.transaction():
+                return self.write(cypher, params)
+        try:
+            return self._run(self._conn_main, cypher, params)
+        except RuntimeError as e:
+            raise StoreError(f"write failed: {e}") from e
 
     def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False) -> list[dict[str, Any]]:
         """Run an analyst's Cypher; read-only (enforced by a read-only transaction) unless write."""
@@ -300,11 +411,15 @@ class KuzuBase:
         if write:
             if self.read_only:
                 raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
-            with self._write_lock:
+            with self.exclusive():
                 try:
                     return self._run(self._conn_main, query, params, cache=False)
                 except RuntimeError as e:
                     raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+        with self._lock.shared():
+            return self._read_only_cypher(query, params)
+
+    def _read_only_cypher(self, query: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         conn = self._conn()
         if conn is self._conn_main:  # inside our own write transaction: plain read
             try:
@@ -348,13 +463,15 @@ class KuzuBase:
         if self._closed:
             return
         try:
-            if self._deferred:
-                self.flush_deferred()
+            self.flush_deferred()
         finally:
-            if self._writer is not None:
-                self._writer.shutdown(wait=True)
-                self._writer = None
-        with self._write_lock:
+            with self._deferred_cond:
+                self._stopping = True
+                self._deferred_cond.notify_all()
+            if self._writer is not None and self._writer is not threading.current_thread():
+                self._writer.join(timeout=30)
+            self._writer = None
+        with self._lock.exclusive():
             self._closed = True
             self._local = threading.local()
             try:

@@ -300,7 +300,7 @@ class LearningStore(KuzuBase):
     def load_learning_catalog(self) -> None:
         """Rebuild the in-memory learning catalog from the database (columnar, via Arrow)."""
         proj = _RETURN + ", l.content_key AS content_key, l.search_text AS search_text, l.embedding AS embedding"
-        result = self._conn().execute(f"MATCH (l:Learning) RETURN {proj}")
+        result = self.execute_read(f"MATCH (l:Learning) RETURN {proj}")
         if isinstance(result, list):
             result = result[-1]
         table = result.get_as_arrow(chunk_size=1_000_000)

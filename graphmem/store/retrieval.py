@@ -41,7 +41,7 @@ class RetrievalStore(KuzuBase):
         from graphmem.errors import StoreError
 
         try:
-            return _arrow_rows(self._conn().execute(cypher, dict(params)))
+            return _arrow_rows(self.execute_read(cypher, params))
         except RuntimeError as e:
             raise StoreError(f"query failed: {e}") from e
 
@@ -219,7 +219,7 @@ class RetrievalStore(KuzuBase):
             if la not in _LABEL_KIND or lb not in _LABEL_KIND:
                 raise InvalidInputError(f"RELATED links Entity and Topic nodes, not {la}/{lb}")
             groups.setdefault((la, lb), []).append((a, b, int(w)))
-        with self._write_lock:
+        with self.exclusive():
             for (la, lb), edges in groups.items():
                 bulk_table = pa.table({  # noqa: F841 -- read by name in the COPY statement
                     "from": [a for a, _, _ in edges],

@@ -1,0 +1,181 @@
+"""Threads on one Memory: no deadlock, no abort, no raw error, nothing lost, duplicated or out of sync.
+
+The stress rounds run in a child process under a watchdog (benchmarks/stress.py), so a deadlock
+fails the test after a bounded wait and a crash of the process is reported instead of killing
+pytest. The longer run (8 threads × 60 s × 20 rounds) is ``python -m benchmarks.stress``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from benchmarks.stress import clean, run_isolated
+from graphmem import Memory, Settings
+from graphmem.errors import StoreError
+from graphmem.store.consistency import mirror_mismatches
+
+
+@pytest.mark.parametrize("defer", [True, False], ids=["deferred-applications", "inline-applications"])
+def test_mixed_threads_round_is_clean(defer: bool) -> None:
+    result = run_isolated(threads=8, seconds=6, seed=7, defer=defer, grace=90)
+    assert result["outcome"] == "ok", result
+    assert sum(result["ops"].values()) > 40, result["ops"]
+    assert clean(result), {k: result[k] for k in ("raw_errors", "graphmem_errors", "live", "after_reopen")}
+
+
+def _run_with_watchdog(targets: list[Callable[[], None]], timeout: float = 60.0) -> list[BaseException]:
+    errors: list[BaseException] = []
+
+    def wrap(fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                fn()
+            except BaseException as e:  # collected and asserted on by the caller
+                errors.append(e)
+        return run
+
+    threads = [threading.Thread(target=wrap(t), daemon=True) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    assert not any(t.is_alive() for t in threads), "a thread is still running: deadlock"
+    return errors
+
+
+def test_adder_and_reader_threads_do_not_deadlock(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()  # default settings: Application records are deferred
+
+    def adder() -> None:
+        for i in range(60):
+            mem.add_learning(f"Rule number {i} for send_email", tool="send_email")
+
+    def reader() -> None:
+        for i in range(60):
+            ctx = mem.context(f"send an email {i}", tool="send_email")
+            assert ctx.id
+
+    assert _run_with_watchdog([adder, reader]) == []
+    assert mirror_mismatches(mem.store) == []
+
+
+def test_same_content_from_eight_threads_is_stored_once(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    for round_ in range(20):
+        barrier = threading.Barrier(8)
+        text = f"Always confirm the recipient before sending (round {round_})"
+
+        def add(text: str = text, barrier: threading.Barrier = barrier) -> None:
+            barrier.wait(timeout=30)
+            mem.add_learning(text, tool="send_email")
+
+        assert _run_with_watchdog([add] * 8) == []
+        rows = mem.cypher("MATCH (l:Learning) WHERE l.content = $c RETURN l.validations AS v", {"c": text})
+        assert len(rows) == 1, f"round {round_}: {len(rows)} rows for one content"
+        assert rows[0]["v"] == 7  # the seven later adds each counted a validation
+    assert mirror_mismatches(mem.store) == []
+
+
+def test_outcome_right_after_context_in_many_threads(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    mem.add_learnings([{"content": f"Keep email {i} short", "tool": "send_email"} for i in range(30)])
+
+    def agent() -> None:
+        for i in range(25):
+            ctx = mem.context(f"write email {i}", tool="send_email")
+            mem.record_outcome(ctx.id, success=i % 2 == 0)
+
+    assert _run_with_watchdog([agent] * 6) == []
+    n = mem.cypher("MATCH (a:Application) WHERE a.outcome IS NOT NULL RETURN count(a) AS n")[0]["n"]
+    assert n == 6 * 25
+    assert mirror_mismatches(mem.store) == []
+
+
+def test_concurrent_updates_are_not_lost(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    learnings = mem.add_learnings([{"content": f"Check the deploy log {i}", "tool": "deploy"} for i in range(4)])
+    contexts = [mem.context("deploy the service", tool="deploy", limit=4) for _ in range(24)]
+    assert all(len(c.learnings) == 4 for c in contexts)
+
+    def credit(chunk: list[str]) -> Callable[[], None]:
+        def run() -> None:
+            for cid in chunk:
+                mem.record_outcome(cid, success=True)
+        return run
+
+    ids = [c.id for c in contexts]
+    assert _run_with_watchdog([credit(ids[i::6]) for i in range(6)]) == []
+    for l in learnings:
+        assert mem.get_learning(l.id).helpful == 24  # every outcome counted once, none overwritten
+
+
+def test_failed_deferred_write_is_kept_and_retried(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    store = mem.store
+    attempts = {"n": 0}
+
+    def flaky() -> None:
+        attempts["n"] += 1
+        if attempts["n"] <= store.deferred_retries + 1:
+            raise RuntimeError("disk hiccup")
+        store.write("CREATE (:Topic {name: 'written late'})")
+
+    store.defer_write(flaky)
+    with pytest.raises(StoreError, match="kept to retry"):
+        store.flush_deferred()
+    store.flush_deferred()  # the retry succeeds: the write was not dropped
+    assert mem.cypher("MATCH (t:Topic {name: 'written late'}) RETURN count(t) AS n")[0]["n"] == 1
+
+
+def test_long_single_thread_session_then_close(db_path: Path, make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    for start in range(0, 5000, 100):
+        mem.add_learnings([{"content": f"Learning {i} about tool {i % 7}", "tool": f"tool{i % 7}"} for i in range(start, start + 100)])
+    ids = [mem.context(f"use tool {i % 7}", tool=f"tool{i % 7}").id for i in range(120)]
+    mem.close()
+    again = make_memory()
+    n = again.cypher("MATCH (a:Application) RETURN count(a) AS n")[0]["n"]
+    assert n == len(ids) == 120
+    assert again.cypher("MATCH (l:Learning) RETURN count(l) AS n")[0]["n"] == 5000
+    assert mirror_mismatches(again.store) == []
+
+
+def _fts_while_writing(path: str) -> None:  # runs in a child process
+    from graphmem import HashEmbedder
+    from graphmem.llm import OfflineLLM
+
+    mem = Memory(path, user="u", embedder=HashEmbedder(), llm=OfflineLLM(),
+                 settings=Settings(defer_application_writes=False))
+    mem.add_learnings([{"content": f"email rule {i}"} for i in range(50)])
+    stop = threading.Event()
+
+    def writer() -> None:
+        i = 0
+        while not stop.is_set():
+            mem.add_learning(f"another email rule {i}")
+            i += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    for _ in range(150):
+        mem.cypher("CALL QUERY_FTS_INDEX('Learning', 'learning_fts', 'email') RETURN node.id AS id, score")
+        mem.context("email rule")
+    stop.set()
+    t.join()
+    mem.close()
+
+
+def test_full_text_reads_never_overlap_writes(tmp_path: Path) -> None:
+    ctx = mp.get_context("spawn")
+    proc = ctx.Process(target=_fts_while_writing, args=(str(tmp_path / "fts.kuzu"),))
+    proc.start()
+    proc.join(timeout=240)
+    if proc.is_alive():
+        proc.kill()
+        pytest.fail("deadlock: full-text reads and writes did not finish")
+    assert proc.exitcode == 0, f"the process died (exit code {proc.exitcode})"
