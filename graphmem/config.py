@@ -75,6 +75,10 @@ class Settings(BaseModel):
     mmr_lambda: float = 0.7
     fulltext_max_postings: int = 2000  # rarest query terms up to this many postings (0: all)
     defer_application_writes: bool = True  # write each context's Application off the caller's path
+    # torch threads of the bundled MiniLM embedder: 1 for a single query keeps context() steady on
+    # a busy machine (torch's worker threads stall under CPU contention); 0 = torch's default
+    embed_query_threads: int = 1
+    embed_batch_threads: int = 0
     # search over events (Memory.search over="events"; benchmarks/locomo.py ablates each signal)
     search_fusion: str = "score"  # "score" (z-scored cosine + max-normalised BM25) or "rrf" (ranks)
     search_candidates: int = 100  # per ranked list (vector, full-text) before fusion

@@ -88,7 +88,9 @@ class Memory(LearningsAPI, RetrievalAPI):
     ) -> None:
         self.settings = settings or Settings()
         self.user = require_text("user", user, max_chars=200)
-        self.embedder: Embedder = embedder or default_embedder()
+        self.embedder: Embedder = embedder or default_embedder(
+            self.settings.embed_query_threads, self.settings.embed_batch_threads
+        )
         self.llm = llm if llm is not None else _default_llm()
         self.clock: Callable[[], datetime] = clock or utcnow
         self.store = open_store(
