@@ -375,8 +375,13 @@ class Memory(LearningsAPI, RetrievalAPI):
     def pattern_scores(self, query_embedding: Any, user: str | None = None) -> dict[str, float]:
         """Per-pattern effectiveness (seed 002): ``{learning_id: helpful/(helpful+harmful)}`` in
         the stored Pattern nearest the query embedding (cosine >= Settings.pattern_similarity),
-        {} when none is near. Ranking adds ``Settings.pattern_boost * value``."""
+        {} when none is near. Ranking adds ``Settings.pattern_boost * value``. Another
+        ``user``'s patterns need an ``admin`` Memory (PermissionDeniedError otherwise)."""
         from graphmem import outcomes
+        from graphmem.errors import PermissionDeniedError
+
+        if user is not None and user != self.user and not self.admin:
+            raise PermissionDeniedError("only an admin Memory may read another user's pattern scores")
 
         return outcomes.pattern_scores(self, np.asarray(query_embedding, dtype=np.float32), user)
 

@@ -85,8 +85,7 @@ class ForgetStore(KuzuBase):
             counts["Transition"] = self._count_delete(
                 "MATCH (t:Transition) WHERE t.learning_id IN $ids", "t", {"ids": ids}, detach=True
             )
-            for row in rows:
-                self._unlink_foreign_summaries([row["id"]], row["user"])
+            self._unlink_foreign_summaries([r["id"] for r in rows], None)
             counts["Learning"] = self._count_delete(
                 "MATCH (n:Learning) WHERE n.id IN $ids", "n", {"ids": ids}, detach=True
             )
@@ -182,15 +181,16 @@ class ForgetStore(KuzuBase):
                     {"a": a, "b": b, "u": user_id, "w": n},
                 )
 
-    def _unlink_foreign_summaries(self, learning_ids: list[str], user_id: str) -> None:
-        """Another user's summary that covered a forgotten learning is emptied and made due, so
-        its text (which may quote the learning) is rebuilt without it at the next refresh."""
+    def _unlink_foreign_summaries(self, learning_ids: list[str], user_id: str | None) -> None:
+        """A summary that covered a forgotten learning (any but ``user_id``'s, which are deleted)
+        is emptied and made due, so its text (which may quote the learning) is rebuilt without
+        it at the next refresh."""
         if not learning_ids:
             return
         self.write(
             "MATCH (l:Learning)-[:SUMMARIZED_IN]->(s:Summary) WHERE l.id IN $ids AND s.user_id <> $u "
-            "SET s.text = '', s.staleness = s.threshold",
-            {"ids": learning_ids, "u": user_id},
+            "SET s.text = '', s.staleness = s.threshold, s.embedding = $zero",
+            {"ids": learning_ids, "u": user_id if user_id is not None else "\x00", "zero": [0.0] * self.dim},
         )
         gone = set(learning_ids)
         for row in self.read("MATCH (s:Summary) WHERE size(s.pending) > 0 RETURN s.id AS id, s.pending AS pending"):
