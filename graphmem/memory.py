@@ -303,9 +303,19 @@ class Memory(LearningsAPI, RetrievalAPI):
         return train(self, examples, node=node)
 
     def curate(self, learning: Learning, links: LearningLinks, *, trusted_text: str | None = None) -> Learning | None:
-        """Store a learning through the curator (merge, supersede, contradict, classify, refuse)."""
-        from graphmem.learn.curator import Curator
+        """Store a learning through the curator (merge, supersede, contradict, classify, refuse).
 
+        The learning is stored as this Memory's user's, whatever its ``user_id`` says, and the
+        objective/event ids in ``links`` must be this user's (NotFoundError otherwise)."""
+        from graphmem.learn.curator import Curator
+        from graphmem.trust import own_event
+
+        if learning.user_id != self.user:
+            learning = learning.model_copy(update={"user_id": self.user})
+        if links.objective_id is not None:
+            own_objective(self, links.objective_id)
+        if links.source_event_id is not None:
+            own_event(self, links.source_event_id)
         return Curator(self).curate(learning, links, trusted_text=trusted_text).learning
 
 

@@ -346,3 +346,17 @@ def test_migration_rebuilds_co_occurrence_per_user(db_path: Path, monkeypatch: p
     assert mem.store.learning_catalog.anchors.neighbours([("entity", "Dana")], 5, "bob") == []
     assert mem.store.learning_catalog.anchors.neighbours([("entity", "Dana")], 5, "alice") != []
     mem.close()
+
+
+def test_curate_stores_as_the_memorys_user(make_memory: MakeMemory) -> None:
+    from graphmem.models import Learning, LearningLinks
+
+    alice, bob = make_memory("alice"), make_memory("bob")
+    shared = alice.add_learning(SHARED_RULE, shared=True)
+    forged = Learning(user_id="alice", content=SHARED_RULE + ".", confidence=0.9)
+    stored = bob.curate(forged, LearningLinks())
+    assert stored is not None and stored.user_id == "bob" and stored.id != shared.id
+    assert alice.get_learning(shared.id).validations == shared.validations
+    objective = alice.start_objective("Alice's goal")
+    _same_message(lambda i: bob.curate(Learning(user_id="bob", content="x y z"), LearningLinks(objective_id=i)),
+                  objective.id)

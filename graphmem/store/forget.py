@@ -204,6 +204,8 @@ class ForgetStore(KuzuBase):
     def _after_forget(self) -> None:
         """Rebuild every in-memory mirror from the file (after the commit)."""
         self.forgotten = getattr(self, "forgotten", 0) + 1  # name indexes reload on this
+        if getattr(self, "_search_cache_dict", None):
+            self._search_cache_dict = {}  # event layouts of the search (ids, sessions)
         reload = getattr(self, "reload_catalogs", None)
         if reload is not None:
             reload()
