@@ -360,3 +360,15 @@ def test_curate_stores_as_the_memorys_user(make_memory: MakeMemory) -> None:
     objective = alice.start_objective("Alice's goal")
     _same_message(lambda i: bob.curate(Learning(user_id="bob", content="x y z"), LearningLinks(objective_id=i)),
                   objective.id)
+
+
+def test_forget_learning_scrubs_its_id_from_what_it_superseded(make_memory: MakeMemory) -> None:
+    alice = make_memory("alice")
+    old = alice.add_learning("Use the v1 billing API", tool="http_request")
+    new = alice.add_learning("Use the v2 billing API", tool="http_request")
+    alice.supersede(new.id, old.id)
+    alice.forget_learning(new.id)
+    assert new.id not in _everything(alice)
+    kept = alice.get_learning(old.id)
+    assert (kept.tier, kept.superseded_by) == ("archive", None)
+    assert alice.context("billing API", tool="http_request").learnings == []

@@ -61,6 +61,7 @@ class ForgetStore(KuzuBase):
                 "MATCH (t:Transition) WHERE t.learning_id IN $ids", "t", {"ids": ids["Learning"]}, detach=True
             )
             self._unlink_foreign_summaries(ids["Learning"], user_id)
+            self._scrub_references(ids["Learning"])
             for label in _OWNED:
                 key = "name" if label == "Judge" else "id"
                 counts[label] = self._count_delete(
@@ -86,6 +87,7 @@ class ForgetStore(KuzuBase):
                 "MATCH (t:Transition) WHERE t.learning_id IN $ids", "t", {"ids": ids}, detach=True
             )
             self._unlink_foreign_summaries([r["id"] for r in rows], None)
+            self._scrub_references(ids)
             counts["Learning"] = self._count_delete(
                 "MATCH (n:Learning) WHERE n.id IN $ids", "n", {"ids": ids}, detach=True
             )
@@ -201,11 +203,30 @@ class ForgetStore(KuzuBase):
                     {"id": row["id"], "pending": [p for p in pending if p not in gone]},
                 )
 
+    def _scrub_references(self, learning_ids: list[str]) -> None:
+        """Remaining learnings superseded by a forgotten one keep their archive tier but lose the
+        id (``superseded_by``), and their Transition reasons stop naming it."""
+        if not learning_ids:
+            return
+        self.write(
+            "MATCH (l:Learning) WHERE l.superseded_by IN $ids AND NOT l.id IN $ids SET l.superseded_by = NULL",
+            {"ids": learning_ids},
+        )
+        for ident in learning_ids:
+            for row in self.read(
+                "MATCH (t:Transition) WHERE contains(t.reason, $id) RETURN t.id AS id, t.reason AS reason", {"id": ident}
+            ):
+                self.write(
+                    "MATCH (t:Transition {id: $tid}) SET t.reason = $reason",
+                    {"tid": row["id"], "reason": row["reason"].replace(ident, "a forgotten learning")},
+                )
+
     def _after_forget(self) -> None:
         """Rebuild every in-memory mirror from the file (after the commit)."""
         self.forgotten = getattr(self, "forgotten", 0) + 1  # name indexes reload on this
-        if getattr(self, "_search_cache_dict", None):
-            self._search_cache_dict = {}  # event layouts of the search (ids, sessions)
+        search_cache = getattr(self, "_search_cache_dict", None)
+        if search_cache:
+            search_cache.clear()  # event layouts of the search (ids, sessions)
         reload = getattr(self, "reload_catalogs", None)
         if reload is not None:
             reload()
