@@ -218,14 +218,16 @@ def build(path: Path, specs: list[dict[str, Any]], vectors: np.ndarray, embedder
     store = KuzuGraphStore(path, dim=embedder.dim, embedder_name=embedder.name)
     try:
         store.bulk_insert_learnings(learnings, vectors)
-        pairs: dict[tuple[str, str, str, str], int] = {}
+        pairs: dict[str, dict[tuple[str, str, str, str], int]] = {}  # co-occurrence per owner
         for l in learnings:
             names = [("Topic", x) for x in l.topics] + [("Entity", x) for x in l.entities]
+            mine = pairs.setdefault(l.user_id, {})
             for a in range(len(names)):
                 for b in range(a + 1, len(names)):
                     key = (names[a][0], names[a][1], names[b][0], names[b][1])
-                    pairs[key] = pairs.get(key, 0) + 1
-        store.bulk_insert_related([(*k, w) for k, w in pairs.items()])
+                    mine[key] = mine.get(key, 0) + 1
+        for user, counted in pairs.items():
+            store.bulk_insert_related([(*k, w) for k, w in counted.items()], user_id=user)
     finally:
         store.close()
     return time.perf_counter() - t

@@ -260,12 +260,16 @@ def show_cmd(
 
 
 def resolve_id(mem: Any, ident: str) -> str:
-    """A full learning id from a full id or a unique prefix of at least 8 characters."""
+    """A full learning id from a full id or a unique prefix of at least 8 characters, among the
+    learnings this user may see (their own and shared ones: another user's never match)."""
     if len(ident) >= 36:
         return ident
     if len(ident) < 8:
         raise GraphmemError(f"id prefix {ident!r} is too short; give at least 8 characters")
-    matches = [i for i in mem.store.learning_catalog.ids if i.startswith(ident)]
+    catalog = mem.store.learning_catalog
+    shared = catalog.col("shared")
+    matches = [i for row, i in enumerate(catalog.ids)
+               if i.startswith(ident) and (catalog.user[row] == mem.user or shared[row] > 0)]
     if len(matches) != 1:
         raise GraphmemError(f"id prefix {ident!r} matches {len(matches)} learnings; give more characters")
     return matches[0]
@@ -287,10 +291,13 @@ def cypher_cmd(
 
 
 @command("stats")
-def stats_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Node and edge counts."""
+def stats_cmd(
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    all_users: bool = typer.Option(False, "--all-users", help="Count the whole file, not only --user's rows."),
+) -> None:
+    """Node and edge counts of --user's memory (--all-users: of the whole file)."""
     mem = open_memory()
-    counts = mem.stats()
+    counts = mem.stats(all_users=all_users)
     if json_out:
         print_json(counts)
     else:

@@ -83,7 +83,13 @@ __all__ = [
     "LLMError",
     "LLMValidationError",
     "NotFoundError",
+    "PermissionDeniedError",
     "ReadOnlyError",
     "SchemaVersionError",
     "StoreError",
 ]
+
+
+class PermissionDeniedError(InvalidInputError):
+    """A write to something this Memory's user may read but not change (another user's shared
+    learning); only its owner, or a Memory opened with ``admin=True``, may change it."""

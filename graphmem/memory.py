@@ -51,6 +51,7 @@ from graphmem.outcomes import OutcomeReport  # outcomes and lifecycle (issue 6)
 from graphmem.promote import PromoteReport, SweepReport
 from graphmem.store import open_store, release_store
 from graphmem.summaries import SummaryService
+from graphmem.trust import own_objective
 
 __all__ = ["HashEmbedder", "Memory"]
 
@@ -73,6 +74,8 @@ class Memory(LearningsAPI, RetrievalAPI):
         llm: defaults to the deterministic OfflineLLM.
         settings: every threshold; defaults to the seeds' values.
         clock: returns "now" as an aware UTC datetime; tests inject one.
+        admin: may change other users' shared learnings and forget any user (see README,
+            "Users and privacy"); a plain Memory changes and forgets only its own user's memory.
     """
 
     def __init__(
@@ -85,9 +88,11 @@ class Memory(LearningsAPI, RetrievalAPI):
         llm: Any = None,
         settings: Settings | None = None,
         clock: Callable[[], datetime] | None = None,
+        admin: bool = False,
     ) -> None:
         self.settings = settings or Settings()
         self.user = require_text("user", user, max_chars=200)
+        self.admin = bool(admin)
         self.embedder: Embedder = embedder or default_embedder(
             self.settings.embed_query_threads, self.settings.embed_batch_threads
         )
@@ -110,6 +115,7 @@ class Memory(LearningsAPI, RetrievalAPI):
         other = Memory.__new__(Memory)
         other.__dict__.update(self.__dict__)
         other.user = require_text("user", user, max_chars=200)
+        other.admin = False  # admin rights are never handed on
         other.store = open_store(
             self.store.path, dim=self.embedder.dim, embedder_name=self.embedder.name, read_only=self.store.read_only
         ) if self.store.path is not None else self.store
@@ -186,7 +192,7 @@ class Memory(LearningsAPI, RetrievalAPI):
             direction = "outbound" if outbound else "inbound"
         require_choice("direction", direction, ("inbound", "outbound"))
         if objective_id is not None:
-            self.store.get_objective(objective_id)  # NotFoundError with the fix
+            own_objective(self, objective_id)  # NotFoundError, also for another user's objective
         when = created_at or self.now()
         if when.tzinfo is None:
             raise InvalidInputError("created_at must be timezone-aware (e.g. datetime(..., tzinfo=timezone.utc))")
@@ -299,9 +305,19 @@ class Memory(LearningsAPI, RetrievalAPI):
         return train(self, examples, node=node)
 
     def curate(self, learning: Learning, links: LearningLinks, *, trusted_text: str | None = None) -> Learning | None:
-        """Store a learning through the curator (merge, supersede, contradict, classify, refuse)."""
-        from graphmem.learn.curator import Curator
+        """Store a learning through the curator (merge, supersede, contradict, classify, refuse).
 
+        The learning is stored as this Memory's user's, whatever its ``user_id`` says, and the
+        objective/event ids in ``links`` must be this user's (NotFoundError otherwise)."""
+        from graphmem.learn.curator import Curator
+        from graphmem.trust import own_event
+
+        if learning.user_id != self.user:
+            learning = learning.model_copy(update={"user_id": self.user})
+        if links.objective_id is not None:
+            own_objective(self, links.objective_id)
+        if links.source_event_id is not None:
+            own_event(self, links.source_event_id)
         return Curator(self).curate(learning, links, trusted_text=trusted_text).learning
 
 
@@ -371,8 +387,13 @@ class Memory(LearningsAPI, RetrievalAPI):
     def pattern_scores(self, query_embedding: Any, user: str | None = None) -> dict[str, float]:
         """Per-pattern effectiveness (seed 002): ``{learning_id: helpful/(helpful+harmful)}`` in
         the stored Pattern nearest the query embedding (cosine >= Settings.pattern_similarity),
-        {} when none is near. Ranking adds ``Settings.pattern_boost * value``."""
+        {} when none is near. Ranking adds ``Settings.pattern_boost * value``. Another
+        ``user``'s patterns need an ``admin`` Memory (PermissionDeniedError otherwise)."""
         from graphmem import outcomes
+        from graphmem.errors import PermissionDeniedError
+
+        if user is not None and user != self.user and not self.admin:
+            raise PermissionDeniedError("only an admin Memory may read another user's pattern scores")
 
         return outcomes.pattern_scores(self, np.asarray(query_embedding, dtype=np.float32), user)
 
@@ -435,9 +456,44 @@ class Memory(LearningsAPI, RetrievalAPI):
             self.store.reload_catalogs()  # a raw write may have changed learnings behind our back
         return rows
 
-    def stats(self) -> dict[str, int]:
-        """Node counts per table and edge counts per type."""
-        return self.store.stats()
+    def stats(self, *, all_users: bool = False) -> dict[str, int]:
+        """This user's node counts per table and edge counts per type (the rows they own and the
+        edges leaving them); ``all_users=True``: the whole file."""
+        if all_users:
+            return self.store.stats()
+        return self.store.user_stats(self.user)
+
+    # --- users and privacy ------------------------------------------------------------------------
+    def forget(self, user: str | None = None) -> dict[str, int]:
+        """Erase a user's memory for good: every learning, event, objective, summary, context,
+        pattern, trace (with its verdicts), reflection and judge they own, with all their edges,
+        their co-occurrence counts, and the tool/topic/entity/objective-type names only they
+        used. One transaction; the in-memory indexes are rebuilt. Returns counts per table.
+
+        ``user`` defaults to this Memory's user; forgetting another user needs ``admin=True``
+        (else PermissionDeniedError).
+        """
+        from graphmem.errors import PermissionDeniedError
+
+        target = self.user if user is None else require_text("user", user, max_chars=200)
+        if target != self.user and not self.admin:
+            raise PermissionDeniedError(
+                f"only an admin Memory may forget another user; open Memory(..., user={target!r}) "
+                "and call forget(), or Memory(..., admin=True)"
+            )
+        counts = self.store.forget_user(target)
+        self.__dict__.pop("_summary_service", None)
+        return counts
+
+    def forget_learning(self, learning_id: str) -> dict[str, int]:
+        """Delete one learning for good, with its edges, transitions and co-occurrence counts
+        (and names only it used). Only its owner (or an admin) may; another user's private id
+        is NotFoundError, a shared one PermissionDeniedError. Returns counts per table."""
+        from graphmem.trust import writable_learning
+
+        learning = writable_learning(self, learning_id)
+        counts = self.store.forget_learnings([learning.id])
+        return counts
 
 
 def _default_llm() -> Any:

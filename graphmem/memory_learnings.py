@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from graphmem.errors import InvalidInputError, NotFoundError
+from graphmem.errors import InvalidInputError
 from graphmem.inputs import names, optional_text, require_choice, require_count, require_text, require_unit
 from graphmem.learn.curator import merged_learning
 from graphmem.models import (
@@ -27,6 +27,7 @@ from graphmem.models import (
     Transition,
 )
 from graphmem.store.text import content_key
+from graphmem.trust import own_event, own_objective, visible_learning, writable_learning
 
 if TYPE_CHECKING:
     from graphmem.config import Settings
@@ -169,7 +170,9 @@ class LearningsAPI:
             raise InvalidInputError(f"ttl_days must be a whole number of days > 0 (or None), got {ttl_days!r}")
         when = (created_at or self.now()).astimezone(UTC)
         if objective_id is not None:
-            self.store.get_objective(objective_id)
+            own_objective(self, objective_id)  # another user's objective: NotFoundError
+        if source_event_id is not None:
+            own_event(self, source_event_id)
         learning = Learning(
             user_id=self.user,
             shared=bool(shared),
@@ -238,18 +241,17 @@ class LearningsAPI:
         return merged
 
     def get_learning(self, learning_id: str) -> Learning:
-        """One of this user's (or a shared) learning by id."""
-        learning = self.store.get_learning(learning_id)
-        if learning.user_id != self.user and not learning.shared:
-            raise NotFoundError(f"no learning with id {learning_id!r} for user {self.user!r}")
-        return learning
+        """One of this user's (or a shared) learning by id; another user's private learning is
+        NotFoundError, exactly like an unknown id."""
+        return visible_learning(self, learning_id)
 
     def update_learning(self, learning_id: str, **changes: Any) -> Learning:
         """Change fields of a learning; status and tier changes bump ``version`` and are logged.
 
         Updatable: content, recommendation, applies_when, kind, sentiment, confidence, score,
         status, canary_allocation, tier, helpful, harmful, validations, contradictions,
-        ttl_days, shared, source_type.
+        ttl_days, shared, source_type. Only the owner (or an ``admin`` Memory) may change a
+        learning: another user's shared one raises PermissionDeniedError.
         """
         unknown = sorted(set(changes) - _UPDATABLE)
         if unknown:
@@ -258,7 +260,7 @@ class LearningsAPI:
             )
         if not changes:
             raise InvalidInputError("nothing to update; pass fields such as status='canary' or helpful=3")
-        current = self.get_learning(learning_id)
+        current = writable_learning(self, learning_id)
         clean = self._validate_changes(changes)
         return self._apply_changes(current, clean, reason="update_learning")
 
@@ -335,8 +337,9 @@ class LearningsAPI:
         return updated
 
     def retire_learning(self, learning_id: str, *, reason: str = "retired") -> Learning:
-        """Take a learning out of use for good: status disabled, tier archive. Never deleted."""
-        current = self.get_learning(learning_id)
+        """Take a learning out of use for good: status disabled, tier archive. Kept (delete it
+        with :meth:`forget_learning`). Only the owner (or an ``admin`` Memory) may retire it."""
+        current = writable_learning(self, learning_id)
         return self._apply_changes(current, {"status": "disabled", "tier": "archive"}, reason=reason)
 
     def supersede(self, new_id: str, old_id: str, *, reason: str = "superseded") -> Learning:
@@ -344,8 +347,9 @@ class LearningsAPI:
 
         Nothing is deleted: the older learning keeps its history, gets ``superseded_by`` and tier
         archive (a logged transition), and is never returned by context() again. Returns it.
+        Both must be this user's (or the Memory an ``admin``): PermissionDeniedError otherwise.
         """
-        new, old = self.get_learning(new_id), self.get_learning(old_id)
+        new, old = writable_learning(self, new_id), writable_learning(self, old_id)
         if new.id == old.id:
             raise InvalidInputError("a learning cannot supersede itself; pass two different ids")
         if old.superseded_by == new.id:

@@ -12,7 +12,11 @@ Verdicts. An outcome is *accepted*, *rejected* or *neutral*:
 Accepted: helpful + 1, validations + 1 (last_validated_at = now), score + 0.03, confidence
 + 0.015. Rejected: harmful + 1, score − 0.05, confidence − 0.025. Neutral: no counter or score
 move. Every verdict counts ``times_applied`` + 1 and sets ``last_applied_at``. Scores clamp to
-[0, 1]. Only the learnings the context showed (its APPLIED_IN edges) are touched.
+[0, 1]. Only the learnings the context showed (its APPLIED_IN edges) are touched, and only the
+user's own: another user's shared learning shown in the context is read-only to this user, so
+the outcome counts only in this user's Pattern statistics (EFFECTIVE_FOR) and never changes the
+shared learning's counters, score, confidence or lifecycle (``OutcomeReport.learnings`` lists
+only the learnings changed).
 
 Implicit outcomes are tagged ``implicit``. An explicit outcome may follow an implicit one on the
 same context once: it replaces it (the implicit verdict's counters and deltas are undone first).
@@ -26,9 +30,10 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from graphmem.errors import InvalidInputError, NotFoundError
+from graphmem.errors import InvalidInputError
 from graphmem.inputs import names, require_choice, require_text
 from graphmem.models import RATINGS, Application, Event, Learning, new_id
+from graphmem.trust import own_application
 
 if TYPE_CHECKING:
     from graphmem.memory import Memory
@@ -134,6 +139,14 @@ def record_outcome(
                               at=now, pattern_id=pattern_id)
         changed: list[Learning] = []
         for learning in mem.store.get_learnings(app.learning_ids):
+            if learning.user_id != app.user_id:
+                # another user's shared learning is read-only to this user: their outcome feeds
+                # only their own Pattern statistics, never its counters, score or lifecycle
+                if pattern_id and old_verdict is not None:
+                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(old_verdict, -1))
+                if pattern_id and verdict != "neutral":
+                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(verdict, 1))
+                continue
             if old_verdict is not None:
                 learning = credit(learning, old_verdict, now, mem, sign=-1)
                 if pattern_id:
@@ -153,10 +166,7 @@ def record_outcome(
 
 
 def _own_application(mem: Memory, context_id: str) -> Application:
-    app = mem.store.get_application(context_id)
-    if app.user_id != mem.user:
-        raise NotFoundError(f"no context with id {context_id!r} for user {mem.user!r}")
-    return app
+    return own_application(mem, context_id)  # another user's context: NotFoundError, like an unknown id
 
 
 def _check_open(app: Application, implicit: bool) -> bool:

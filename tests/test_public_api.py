@@ -10,7 +10,8 @@ from graphmem import InvalidInputError, Memory
 PUBLIC = [
     "Application", "AssembledContext", "CypherError", "DatabaseLockedError", "Embedder", "EmbedderError",
     "EmbedderMismatchError", "Entity", "Event", "GraphmemError", "HashEmbedder", "Hit", "InvalidInputError",
-    "LLMError", "LLMValidationError", "Learning", "Memory", "NotFoundError", "Objective", "ReadOnlyError",
+    "LLMError", "LLMValidationError", "Learning", "Memory", "NotFoundError", "Objective", "PermissionDeniedError",
+    "ReadOnlyError",
     "SchemaVersionError", "ScoredLearning", "SentenceTransformerEmbedder", "Settings", "StoreError", "Summary",
     "Tool", "Topic", "Transition", "__version__",
 ]

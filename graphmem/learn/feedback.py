@@ -28,6 +28,7 @@ from graphmem.learn.curator import Curator
 from graphmem.llm.prompts import feedback_request
 from graphmem.llm.schemas import FeedbackAnalysis
 from graphmem.models import Event, Learning
+from graphmem.trust import own_objective
 
 if TYPE_CHECKING:
     from graphmem.memory import Memory
@@ -115,7 +116,7 @@ def observe_message(
     about_tool = analysis.about_tool or tool_hint or latest_tool
     objective_type = analysis.about_objective_type
     if objective_id is not None and objective_type is None:
-        objective_type = memory.store.get_objective(objective_id).objective_type
+        objective_type = own_objective(memory, objective_id).objective_type
     try:
         learning, links = memory._make_learning(
             wording,

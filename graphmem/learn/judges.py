@@ -1,8 +1,10 @@
 """Traces, judges and the reflector (seed 002), in its three modes.
 
 - ``Memory.add_judge(name, criteria, node=None)``: a named LLM judge with its own criteria, for one
-  node (agent step) or, with ``node=None``, for every node. Judges are global configuration keyed
-  by name (adding an existing name replaces its criteria and node).
+  node (agent step) or, with ``node=None``, for every node. Judges belong to the user who adds them
+  (adding one of your existing names replaces its criteria and node; another user's judge of the
+  same name is never touched). The built-in ``correctness`` judge is shared; a user's own judge
+  of that name shadows it for that user only.
 - ``Memory.trace(input_text, output, *, node, ground_truth=None, reasoning=None, mode="online")``:
   every judge for ``node`` (or a default ``correctness`` judge when none is configured) gives a
   verdict; the Trace and its Verdicts are stored (Trace-[:JUDGED]->Verdict-[:EVALUATED_BY]->Judge).
@@ -102,7 +104,7 @@ def add_judge(memory: Memory, name: str, criteria: str, node: str | None = None)
     text = require_text("criteria", criteria, max_chars=memory.settings.max_content_chars)
     scope = optional_text("node", node, max_chars=200)
     with memory.store.transaction():
-        memory.store.upsert_judge(judge, text, scope, memory.now())
+        memory.store.upsert_judge(judge, text, scope, memory.now(), user_id=memory.user)
     return {"name": judge, "criteria": text, "node": scope}
 
 
@@ -130,8 +132,8 @@ def trace(
     out = require_text("output", output, max_chars=limit, allow_empty=True)
     truth = optional_text("ground_truth", ground_truth, max_chars=limit)
     why = optional_text("reasoning", reasoning, max_chars=limit)
-    judges = memory.store.judges_for(node_name) or [
-        {"name": DEFAULT_JUDGE, "criteria": DEFAULT_CRITERIA, "node": None}
+    judges = memory.store.judges_for(node_name, memory.user) or [
+        {"name": DEFAULT_JUDGE, "criteria": DEFAULT_CRITERIA, "node": None, "key": DEFAULT_JUDGE}
     ]
     verdicts: list[VerdictResult] = []
     for judge in judges:
@@ -150,7 +152,7 @@ def trace(
     now = memory.now()
     trace_id = new_id()
     with memory.store.transaction():
-        uses_default = any(j["name"] == DEFAULT_JUDGE and j["node"] is None for j in judges)
+        uses_default = any(j["key"] == DEFAULT_JUDGE for j in judges)
         if uses_default and not any(j["name"] == DEFAULT_JUDGE for j in memory.store.judges_for(None)):
             memory.store.upsert_judge(DEFAULT_JUDGE, DEFAULT_CRITERIA, None, now)
         memory.store.insert_trace({
@@ -158,8 +160,9 @@ def trace(
             "output": out, "ground_truth": truth, "reasoning": why, "passed": passed, "pattern_id": None,
             "created_at": now,
         })
-        for v in verdicts:
-            memory.store.insert_verdict(trace_id, new_id(), v.judge, v.passed, v.score, v.reasoning, now)
+        for v, judge in zip(verdicts, judges):
+            memory.store.insert_verdict(trace_id, new_id(), v.judge, v.passed, v.score, v.reasoning, now,
+                                        judge_key=judge["key"])
     learned: list[Learning] = []
     if bullets is not None and source_type is not None:
         learned = _store_bullets(memory, bullets, node_name, source_type, trace_id)

@@ -25,13 +25,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from graphmem.errors import InvalidInputError, LLMError, NotFoundError
+from graphmem.errors import InvalidInputError, LLMError
 from graphmem.inputs import optional_text, require_text
 from graphmem.learn.curator import Curator
 from graphmem.learn.reflection import reflect
 from graphmem.llm.prompts import objective_eval_request
 from graphmem.llm.schemas import ObjectiveEvaluation
 from graphmem.models import Event, Learning, Objective
+from graphmem.trust import own_objective
 
 if TYPE_CHECKING:
     from graphmem.memory import Memory
@@ -96,10 +97,7 @@ def start_objective(memory: Memory, goal: str, objective_type: str | None = None
 def _own_objective(memory: Memory, objective_id: Any) -> Objective:
     if not isinstance(objective_id, str) or not objective_id.strip():
         raise InvalidInputError("objective_id must be the id returned by start_objective()")
-    objective = memory.store.get_objective(objective_id)
-    if objective.user_id != memory.user:
-        raise NotFoundError(f"no objective with id {objective_id!r} for user {memory.user!r}")
-    return objective
+    return own_objective(memory, objective_id)  # another user's: NotFoundError, like an unknown id
 
 
 def end_objective(

@@ -23,6 +23,7 @@ from graphmem.learn.curator import Curator
 from graphmem.llm.prompts import reflection_request
 from graphmem.llm.schemas import EpisodeReflection
 from graphmem.models import Learning, new_id
+from graphmem.trust import own_event, own_objective
 
 if TYPE_CHECKING:
     from graphmem.memory import Memory
@@ -73,11 +74,11 @@ def reflect(
     tools = names("tool", tools_used)
     about: list[tuple[str, str]] = []
     if objective_id is not None:
-        objective = memory.store.get_objective(objective_id)
+        objective = own_objective(memory, objective_id)
         objective_type = objective_type or objective.objective_type
         about.append(("Objective", objective_id))
     if event_id is not None:
-        memory.store.get_event(event_id)
+        own_event(memory, event_id)
         about.append(("Event", event_id))
     answer = memory.llm.generate(
         reflection_request(user_text, assistant_text, success, tools, feedback), EpisodeReflection

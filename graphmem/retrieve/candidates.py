@@ -163,6 +163,7 @@ def graph_candidates(
     linked: frozenset[tuple[str, str]] = frozenset(),
     pool: Sequence[str] = (),
     sims: np.ndarray | None = None,
+    user: str | None = None,
 ) -> dict[int, GraphHit]:
     """Eligible rows reachable from the anchors, with path weights and readable paths.
 
@@ -172,6 +173,8 @@ def graph_candidates(
     min(``graph_fanout_cap``, ``graph_second_hop_neighbours``) neighbours (the heaviest) and at
     most ``graph_fanout_cap`` learnings from any one of them (the closest to the query when
     ``sims`` is given, else the best-scored). ``linked`` marks anchors found in the query text.
+    ``user``: the second hop travels only over co-occurrences counted by that user's own
+    learnings and the shared ones (never over another user's private associations).
 
     Runs over the catalog's in-memory mirror of the edges (graphmem/store/anchors.py), fully
     vectorised; explanations are built only for the rows kept: the best
@@ -197,7 +200,7 @@ def graph_candidates(
     if decay > 0 and cap > 0 and related:
         width = min(cap, settings.graph_second_hop_neighbours)
         order_key = sims if sims is not None else catalog.col("score")
-        for neighbour, via, _w in index.neighbours(related, width):
+        for neighbour, via, _w in index.neighbours(related, width, user):
             rows = index.rows_of(neighbour)
             rows = rows[mask[rows]]
             if rows.size > cap:
@@ -255,13 +258,17 @@ class NameIndex:
     def __init__(self) -> None:
         self._names: dict[str, dict[str, str]] = {"entity": {}, "topic": {}}
         self._counts: dict[str, int] = {}
-        self._generation: tuple[int, int] | None = None
+        self._generation: tuple[int, int, int] | None = None
 
     def refresh(self, store: RetrievalStore) -> None:
-        """Reload from the graph if learnings or events were added since the last look."""
-        generation = (len(store.learning_catalog), len(store.event_catalog))
+        """Reload from the graph if learnings or events were added (or a user or learning was
+        forgotten) since the last look."""
+        forgotten = int(getattr(store, "forgotten", 0))
+        generation = (len(store.learning_catalog), len(store.event_catalog), forgotten)
         if generation == self._generation:
             return
+        if self._generation is not None and self._generation[2] != forgotten:
+            self._counts = {}  # names may have been deleted: reload them whatever the counts say
         for kind, label in (("entity", "Entity"), ("topic", "Topic")):
             count = store.count_nodes(label)
             if count != self._counts.get(kind):

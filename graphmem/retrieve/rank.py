@@ -108,7 +108,7 @@ class Retriever:
         hits: dict[int, GraphHit] = {}
         if any(anchors.values()):
             pool = [catalog.ids[r] for r in vec_rows] + [catalog.ids[r] for r, _ in ft]
-            hits = graph_candidates(store, catalog, anchors, mask, s, frozenset(linked), pool, sims)
+            hits = graph_candidates(store, catalog, anchors, mask, s, frozenset(linked), pool, sims, user)
         graph_rows = _order_graph(hits, sims, catalog.col("score"), n)
         lap("graph")
 

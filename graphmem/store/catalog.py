@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from graphmem.models import STATUSES, TIERS, Learning
-from graphmem.store.anchors import Anchor, AnchorIndex, anchors_of
+from graphmem.store.anchors import Anchor, AnchorIndex, anchors_of, owner_bucket
 from graphmem.store.text import search_text
 
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
@@ -229,7 +229,8 @@ class LearningCatalog:
             self.user[row] = learning.user_id
             self.tool[row] = learning.tool
         self.anchors.set_row(
-            row, anchors_of(learning.tool, learning.entities, learning.topics, learning.objective_type)
+            row, anchors_of(learning.tool, learning.entities, learning.topics, learning.objective_type),
+            owner_bucket(learning.user_id, learning.shared),
         )
         for name, value in self._values(learning, content_key).items():
             self.cols[name][row] = value
@@ -280,7 +281,9 @@ class LearningCatalog:
         for text in search_texts or ():
             if text:
                 self.term_df.update(set(text.split()))
-        self.anchors.load(anchors if anchors is not None else [() for _ in ids])
+        shared = columns["shared"]
+        owners = [owner_bucket(u, bool(shared[i])) for i, u in enumerate(users)]
+        self.anchors.load(anchors if anchors is not None else [() for _ in ids], owners)
         self.user, self.tool = list(users), list(tools)
         self.generation += 1
         n = max(16, len(ids))

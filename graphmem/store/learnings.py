@@ -133,18 +133,22 @@ class LearningStore(KuzuBase):
         with self.transaction():
             for params in rows:
                 self.write(f"CREATE (l:Learning {{{props}}})", params)
-            self._link_many([(learning.id, links, learning.created_at) for learning, _, links in items])
+            self._link_many([(learning.id, links, learning.created_at, learning.user_id) for learning, _, links in items])
             for (learning, embedding, _), params in zip(items, rows):
                 self.on_commit(functools.partial(self._committed, learning, embedding, params["content_key"]))
 
-    def _link(self, learning_id: str, links: LearningLinks, when: datetime) -> None:
-        self._link_many([(learning_id, links, when)])
+    def _link(self, learning_id: str, links: LearningLinks, when: datetime, user_id: str) -> None:
+        self._link_many([(learning_id, links, when, user_id)])
 
-    def _link_many(self, entries: Sequence[tuple[str, LearningLinks, datetime]]) -> None:
-        """MERGE the anchor nodes and the learnings' edges to them: one statement per edge type."""
+    def _link_many(self, entries: Sequence[tuple[str, LearningLinks, datetime, str]]) -> None:
+        """MERGE the anchor nodes and the learnings' edges to them: one statement per edge type.
+
+        Entries are (learning id, links, when, owner's user id); co-occurrence (RELATED) is
+        counted per owner.
+        """
         edges: dict[str, list[dict[str, Any]]] = {k: [] for k in _LINK_CYPHER}
-        pairs: Counter[tuple[str, str, str, str]] = Counter()
-        for ident, links, when in entries:
+        pairs: Counter[tuple[str, str, str, str, str]] = Counter()
+        for ident, links, when, user_id in entries:
             ts = to_db_time(when)
             if links.tool:
                 edges["tool"].append({"id": ident, "name": links.tool, "ts": ts})
@@ -156,21 +160,22 @@ class LearningStore(KuzuBase):
                 edges["objective"].append({"id": ident, "name": links.objective_id, "ts": ts})
             if links.source_event_id:
                 edges["event"].append({"id": ident, "name": links.source_event_id, "ts": ts})
-            pairs.update(_cooccurring(links.topics, links.entities))
+            pairs.update((user_id, *p) for p in _cooccurring(links.topics, links.entities))
         for kind, rows in edges.items():
             if rows:
                 self.write(_LINK_CYPHER[kind], {"rows": rows})
         self._relate(pairs)
 
-    def _relate(self, pairs: Counter[tuple[str, str, str, str]]) -> None:
-        """Add co-occurrence counts of topics and entities (RELATED edges): one statement per label pair."""
+    def _relate(self, pairs: Counter[tuple[str, str, str, str, str]]) -> None:
+        """Add co-occurrence counts of topics and entities (RELATED edges, one per owner and
+        pair, ``user_id`` = the learnings' owner): one statement per label pair."""
         by_labels: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for (ka, a, kb, b), weight in pairs.items():
-            by_labels.setdefault((ka, kb), []).append({"a": a, "b": b, "w": weight})
+        for (user, ka, a, kb, b), weight in pairs.items():
+            by_labels.setdefault((ka, kb), []).append({"a": a, "b": b, "w": weight, "u": user})
         for (ka, kb), rows in by_labels.items():
             self.write(
                 f"UNWIND $rows AS r MATCH (a:{ka} {{name: r.a}}), (b:{kb} {{name: r.b}}) "
-                "MERGE (a)-[e:RELATED]->(b) ON CREATE SET e.weight = r.w ON MATCH SET e.weight = e.weight + r.w",
+                "MERGE (a)-[e:RELATED {user_id: r.u}]->(b) ON CREATE SET e.weight = r.w ON MATCH SET e.weight = e.weight + r.w",
                 {"rows": rows},
             )
 
@@ -178,7 +183,7 @@ class LearningStore(KuzuBase):
         """Add association edges to an existing learning (used when a merge brings new ones)."""
         learning = self.get_learning(learning_id)
         with self.transaction():
-            self._link(learning_id, links, learning.updated_at)
+            self._link(learning_id, links, learning.updated_at, learning.user_id)
 
     def save_learning(self, learning: Learning, embedding: np.ndarray | None = None) -> None:
         """Overwrite every scalar property of an existing learning (and its embedding if given)."""

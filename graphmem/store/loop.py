@@ -182,7 +182,7 @@ class LoopStore(KuzuBase):
         than the learning's ``window_mark`` (the newest outcome already counted)."""
         rows = self.read(
             "MATCH (l:Learning)-[:APPLIED_IN]->(a:Application) "
-            "WHERE l.user_id = $user AND l.status <> 'disabled' AND a.outcome_at IS NOT NULL "
+            "WHERE l.user_id = $user AND a.user_id = $user AND l.status <> 'disabled' AND a.outcome_at IS NOT NULL "
             "AND (l.window_mark IS NULL OR a.outcome_at > l.window_mark) "
             "RETURN DISTINCT l.id AS id ORDER BY id",
             {"user": user_id},
@@ -190,9 +190,11 @@ class LoopStore(KuzuBase):
         return [str(r["id"]) for r in rows]
 
     def outcome_window(self, learning_id: str, size: int) -> list[WindowOutcome]:
-        """The last ``size`` outcomes of contexts that showed the learning, newest first."""
+        """The last ``size`` outcomes of the owner's contexts that showed the learning, newest
+        first (other users' outcomes on a shared learning never move its lifecycle)."""
         rows = self.read(
-            "MATCH (l:Learning {id: $id})-[:APPLIED_IN]->(a:Application) WHERE a.outcome_at IS NOT NULL "
+            "MATCH (l:Learning {id: $id})-[:APPLIED_IN]->(a:Application) "
+            "WHERE a.outcome_at IS NOT NULL AND a.user_id = l.user_id "
             "RETURN a.id AS application_id, a.outcome AS outcome, a.rating AS rating, a.reasons AS reasons, "
             "a.outcome_at AS outcome_at ORDER BY a.outcome_at DESC LIMIT $n",
             {"id": learning_id, "n": int(size)},

@@ -93,10 +93,11 @@ class RetrievalStore(KuzuBase):
         return out
 
     def related_neighbours(
-        self, entities: Sequence[str], topics: Sequence[str], cap: int
+        self, entities: Sequence[str], topics: Sequence[str], cap: int, user: str | None = None
     ) -> list[tuple[str, str, str, str, int]]:
         """The strongest RELATED neighbours of the anchor entities/topics, at most ``cap``.
 
+        ``user``: only the co-occurrences that user's learnings counted (None: everyone's).
         Returns (neighbour kind, neighbour name, via kind, via name, weight), heaviest first.
         """
         if cap <= 0 or not (entities or topics):
@@ -107,8 +108,11 @@ class RetrievalStore(KuzuBase):
             if not names:
                 continue
             params[kind] = list(names)
+            if user is not None:
+                params["user"] = user
+            mine = " AND r.user_id = $user" if user is not None else ""
             parts.append(
-                f"MATCH (a:{label})-[r:RELATED]-(n) WHERE a.name IN ${kind} "
+                f"MATCH (a:{label})-[r:RELATED]-(n) WHERE a.name IN ${kind}{mine} "
                 f"RETURN label(n) AS label, n.name AS name, '{kind}' AS via_kind, a.name AS via, r.weight AS w"
             )
         rows = self.read(" UNION ALL ".join(parts), params)
@@ -203,8 +207,11 @@ class RetrievalStore(KuzuBase):
             {"id": application_id},
         )
 
-    def bulk_insert_related(self, pairs: Sequence[tuple[str, str, str, str, int]]) -> None:
-        """Add new RELATED edges in bulk: (from label, from name, to label, to name, weight).
+    def bulk_insert_related(
+        self, pairs: Sequence[tuple[str, str, str, str, int]], user_id: str | None = None
+    ) -> None:
+        """Add new RELATED edges in bulk: (from label, from name, to label, to name, weight),
+        counted for ``user_id`` (the owner of the learnings they come from).
 
         For benchmarks and imports that bypass the per-learning writes (those count
         co-occurrence themselves). Labels are Entity or Topic; the endpoint nodes must exist and
@@ -225,6 +232,7 @@ class RetrievalStore(KuzuBase):
                     "from": [a for a, _, _ in edges],
                     "to": [b for _, b, _ in edges],
                     "weight": pa.array([w for _, _, w in edges], type=pa.int64()),
+                    "user_id": pa.array([user_id] * len(edges), type=pa.string()),
                 })
                 try:
                     self._conn_main.execute(f"COPY RELATED FROM bulk_table (from='{la}', to='{lb}')")

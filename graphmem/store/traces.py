@@ -28,22 +28,38 @@ class TraceStore(KuzuBase):
     """Judges, traces and their verdicts, reflections, and learning-to-learning conflict edges."""
 
     # --- judges -------------------------------------------------------------------------
-    def upsert_judge(self, name: str, criteria: str, node: str | None, created_at: datetime) -> None:
-        """Create or replace the judge ``name`` (judges are global config, keyed by name)."""
+    def upsert_judge(
+        self, name: str, criteria: str, node: str | None, created_at: datetime, user_id: str | None = None
+    ) -> None:
+        """Create or replace ``user_id``'s judge ``name`` (None: a built-in judge every user sees).
+
+        Judges are per user: the node's key is ``user|name``, so one user's judge never replaces
+        another's; a user's judge of the same name as a built-in one shadows it for that user.
+        """
         self.write(
-            "MERGE (j:Judge {name: $name}) ON CREATE SET j.created_at = $ts "
-            "SET j.criteria = $criteria, j.node = $node, j.active = true",
-            {"name": name, "criteria": criteria, "node": node, "ts": to_db_time(created_at)},
+            "MERGE (j:Judge {name: $key}) ON CREATE SET j.created_at = $ts "
+            "SET j.criteria = $criteria, j.node = $node, j.active = true, j.user_id = $user, j.label = $name",
+            {"key": judge_key(name, user_id), "name": name, "user": user_id, "criteria": criteria, "node": node,
+             "ts": to_db_time(created_at)},
         )
 
-    def judges_for(self, node: str | None) -> list[dict[str, Any]]:
-        """Active judges for ``node``: those configured for it plus the global ones (node null)."""
+    def judges_for(self, node: str | None, user_id: str | None = None) -> list[dict[str, Any]]:
+        """Active judges for ``node`` as ``user_id`` sees them: theirs plus the built-in ones
+        (a built-in judge shadowed by one of theirs of the same name is left out), each a dict
+        with ``name``, ``criteria``, ``node`` and ``key`` (the Judge node's key)."""
         rows = self.read(
             "MATCH (j:Judge) WHERE j.active AND (j.node IS NULL OR j.node = $node) "
-            "RETURN j.name AS name, j.criteria AS criteria, j.node AS node ORDER BY j.name",
-            {"node": node or ""},
+            "AND (j.user_id IS NULL OR j.user_id = $user) "
+            "RETURN coalesce(j.label, j.name) AS name, j.criteria AS criteria, j.node AS node, "
+            "j.name AS key, j.user_id AS user_id ORDER BY name",
+            {"node": node or "", "user": user_id if user_id is not None else "\x00"},
         )
-        return rows
+        own = {r["name"] for r in rows if r["user_id"] is not None}
+        return [
+            {k: r[k] for k in ("name", "criteria", "node", "key")}
+            for r in rows
+            if r["user_id"] is not None or r["name"] not in own
+        ]
 
     # --- traces and verdicts ----------------------------------------------------------------
     def insert_trace(self, trace: dict[str, Any]) -> None:
@@ -55,9 +71,10 @@ class TraceStore(KuzuBase):
 
     def insert_verdict(
         self, trace_id: str, verdict_id: str, judge: str, passed: bool, score: float, reasoning: str,
-        created_at: datetime,
+        created_at: datetime, judge_key: str | None = None,
     ) -> None:
-        """Write one Verdict, linked Trace-[:JUDGED]->Verdict-[:EVALUATED_BY]->Judge."""
+        """Write one Verdict, linked Trace-[:JUDGED]->Verdict-[:EVALUATED_BY]->Judge (the Judge
+        node keyed ``judge_key``, default ``judge``)."""
         ts = to_db_time(created_at)
         self.write(
             "MATCH (t:Trace {id: $tid}) CREATE (t)-[:JUDGED]->(v:Verdict {id: $id, judge: $judge, "
@@ -67,7 +84,7 @@ class TraceStore(KuzuBase):
         )
         self.write(
             "MATCH (v:Verdict {id: $id}), (j:Judge {name: $judge}) MERGE (v)-[:EVALUATED_BY]->(j)",
-            {"id": verdict_id, "judge": judge},
+            {"id": verdict_id, "judge": judge_key or judge},
         )
 
     def get_trace(self, trace_id: str) -> dict[str, Any]:
@@ -219,4 +236,9 @@ class TraceStore(KuzuBase):
         return int(rows[0]["s"] or 0), int(rows[0]["e"] or 0)
 
 
-__all__ = ["TraceStore"]
+def judge_key(name: str, user_id: str | None) -> str:
+    """The Judge node key of ``user_id``'s judge ``name`` (built-in judges: the bare name)."""
+    return name if user_id is None else f"{user_id}|{name}"
+
+
+__all__ = ["TraceStore", "judge_key"]
