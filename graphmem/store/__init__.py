@@ -79,11 +79,15 @@ class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, Searc
         self.reload_catalogs()
 
     def reload_catalogs(self) -> None:
-        """Rebuild the in-memory catalogs from the file (on open, and after raw Cypher writes)."""
-        self.forget_cached_learnings()
-        self.forget_summary_texts()
-        self.load_learning_catalog()
-        self.load_event_catalog()
+        """Rebuild the in-memory catalogs from the file (on open, and after raw Cypher writes).
+
+        Holds the store exclusively, so no ranking reads half-rebuilt mirrors.
+        """
+        with self._lock.exclusive():
+            self.forget_cached_learnings()
+            self.forget_summary_texts()
+            self.load_learning_catalog()
+            self.load_event_catalog()
 
 
 _OPEN: dict[str, tuple[KuzuGraphStore, int]] = {}

@@ -68,7 +68,7 @@ class ForgetStore(KuzuBase):
                     f"MATCH (n:{label}) WHERE n.{key} IN $ids", "n", {"ids": ids[label]}, detach=True
                 )
             counts.update(self._delete_orphans(linked))
-        self._after_forget()
+            self.on_commit(self._after_forget)  # mirrors rebuilt before any reader runs again
         return counts
 
     def forget_learnings(self, learning_ids: Sequence[str]) -> dict[str, int]:
@@ -92,7 +92,7 @@ class ForgetStore(KuzuBase):
                 "MATCH (n:Learning) WHERE n.id IN $ids", "n", {"ids": ids}, detach=True
             )
             counts.update(self._delete_orphans(linked))
-        self._after_forget()
+            self.on_commit(self._after_forget)  # mirrors rebuilt before any reader runs again
         return counts
 
     def user_stats(self, user_id: str) -> dict[str, int]:
