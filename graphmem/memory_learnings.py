@@ -126,7 +126,7 @@ class LearningsAPI:
             except TypeError as e:
                 raise InvalidInputError(f"item {i}: {e}") from e
             except InvalidInputError as e:
-                raise InvalidInputError(f"item {i}: {e}") from e
+                raise type(e)(f"item {i}: {e}") from e
         if not prepared:
             return []
         vectors = self.embedder.embed([_embedding_text(l) for l, _ in prepared])

@@ -175,7 +175,7 @@ class RetrievalAPI:
             try:
                 events.append(self._make_event(kind, content, **defaults))
             except InvalidInputError as e:
-                raise InvalidInputError(f"item {i}: {e}") from e
+                raise type(e)(f"item {i}: {e}") from e
         if not events:
             return []
         vectors = np.asarray(self.embedder.embed([e.content for e in events]), dtype=np.float32)
