@@ -82,7 +82,7 @@ def query_text(name: str, value: Any, *, max_chars: int | None = None) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be text (a str), got {type(value).__name__}")
+        raise InvalidInputError(f"{name} must be a string (the query text), got {type(value).__name__}")
     text = check_string(name, value)
     return text if max_chars is None else text[:max_chars]
 
@@ -254,6 +254,38 @@ def cypher_params(value: Any) -> dict[str, Any]:
             raise InvalidInputError(f"Cypher parameter names must be strings, got {key!r:.80}")
     check_value("params", value)
     return dict(value)
+
+
+def check_db_params(params: Mapping[str, Any] | None) -> None:
+    """The store's last line of defence: no string Kùzu cannot encode reaches it.
+
+    Caller input is checked at the API; this also covers text that came from elsewhere (an LLM's
+    answer, a file). Cheap: numeric lists (embeddings) are skipped after their first element.
+    """
+    if params:
+        for key, value in params.items():
+            _check_db_value(key, value, 0)
+
+
+def _check_db_value(name: str, value: Any, depth: int) -> None:
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidInputError(
+                    f"a value for the database (parameter ${name}) contains a lone surrogate, which is not "
+                    "valid Unicode text; it was not written"
+                ) from None
+    elif isinstance(value, (list, tuple)):
+        if value and isinstance(value[0], (int, float)):
+            return  # a vector or a list of numbers
+        if depth < _MAX_DEPTH:
+            for item in value:
+                _check_db_value(name, item, depth + 1)
+    elif isinstance(value, Mapping) and depth < _MAX_DEPTH:
+        for item in value.values():
+            _check_db_value(name, item, depth + 1)
 
 
 @contextmanager

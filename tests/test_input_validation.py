@@ -287,3 +287,18 @@ def test_mirror_mismatches_notices_a_catalog_out_of_step(mem: Memory) -> None:
     mem.store.learning_catalog.remove(l.id)
     problems = mirror_mismatches(mem.store)
     assert any(l.id in p for p in problems) and any("status active" in p for p in problems)
+
+
+# --- the store's last line of defence ---------------------------------------------------------------
+def test_the_store_refuses_a_surrogate_that_bypassed_the_api(mem: Memory) -> None:
+    """Text from elsewhere (a model built with model_construct, a file) is checked once more."""
+    before = mem.stats()
+    with pytest.raises(InvalidInputError, match="surrogate"), mem.store.transaction():
+        mem.store.write("MERGE (t:Tool {name: $name})", {"name": "fine"})
+        mem.store.write("MERGE (t:Tool {name: $name})", {"name": "send" + SURROGATE})
+    assert mem.stats() == before  # the transaction rolled back
+    with pytest.raises(InvalidInputError, match="surrogate"):
+        mem.store.read("MATCH (t:Tool) WHERE t.name IN $names RETURN t.name", {"names": ["a", SURROGATE]})
+    with pytest.raises(InvalidInputError, match="surrogate"):
+        mem.store.write("UNWIND $rows AS r MERGE (t:Tool {name: r.name})", {"rows": [{"name": SURROGATE}]})
+    _still_writable(mem)
