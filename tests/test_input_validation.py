@@ -302,3 +302,14 @@ def test_the_store_refuses_a_surrogate_that_bypassed_the_api(mem: Memory) -> Non
     with pytest.raises(InvalidInputError, match="surrogate"):
         mem.store.write("UNWIND $rows AS r MERGE (t:Tool {name: r.name})", {"rows": [{"name": SURROGATE}]})
     _still_writable(mem)
+
+
+def test_reflect_on_another_users_event_is_refused_before_the_llm_runs(make_memory: Callable[..., Memory]) -> None:
+    alice = make_memory("alice")
+    bobs_event = alice.for_user("bob").record_event("message", "hello from bob")
+    before = alice.stats()
+    with pytest.raises(NotFoundError):
+        alice.reflect("Send the report", "Sent it", event_id=bobs_event.id)
+    with pytest.raises(NotFoundError):
+        alice.reflect("Send the report", "Sent it", event_id="no-such-event")
+    assert alice.stats() == before  # no Reflection written

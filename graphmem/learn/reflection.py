@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graphmem.errors import InvalidInputError
+from graphmem.errors import InvalidInputError, NotFoundError
 from graphmem.inputs import check_string, names, optional_id, optional_text
 from graphmem.learn.curator import Curator
 from graphmem.llm.prompts import reflection_request
@@ -78,7 +78,8 @@ def reflect(
         objective_type = objective_type or objective.objective_type
         about.append(("Objective", objective_id))
     if event_id is not None:
-        memory.store.get_event(event_id)
+        if memory.store.get_event(event_id).user_id != memory.user:  # NotFoundError when missing
+            raise NotFoundError(f"no event with id {event_id!r} for user {memory.user!r}")
         about.append(("Event", event_id))
     answer = memory.llm.generate(
         reflection_request(user_text, assistant_text, success, tools, feedback), EpisodeReflection
