@@ -32,7 +32,7 @@ from graphmem.models import EVENT_KINDS, LEARNING_KINDS, SENTIMENTS, STATUSES, T
 from graphmem.store.mirror import mirror_mismatches
 
 SURROGATE = json.loads('"\\ud800"')
-EXAMPLES = int(os.environ.get("GRAPHMEM_FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("GRAPHMEM_FUZZ_EXAMPLES", "30"))
 FUZZ = settings(
     max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
     derandomize="GRAPHMEM_FUZZ_EXAMPLES" not in os.environ,  # CI: the same examples every run
