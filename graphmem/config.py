@@ -1,7 +1,8 @@
 """Settings: every tunable of graphmem in one frozen model, defaulting to the seeds' values.
 
 Nothing here reads the environment; only the CLI does. Make a variant with
-``Settings().model_copy(update={...})`` or ``Settings(field=value)``.
+``Settings(field=value)`` (validated: an out-of-range value raises InvalidInputError, a
+ValueError) or ``Settings().model_copy(update={...})`` (not validated by pydantic).
 
 The comment on each field names the seed document it comes from (shared/seeds/):
 000 lifecycle/online scoring, 001 learnings and summaries, 002 selection and curation,
@@ -10,7 +11,13 @@ The comment on each field names the seed document it comes from (shared/seeds/):
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from graphmem.errors import InvalidInputError
+from graphmem.models import STATUSES as _STATUSES
 
 
 def _ttl_defaults() -> dict[str, int | None]:
@@ -35,6 +42,18 @@ class Settings(BaseModel):
     """All thresholds and weights. Frozen: build a new one to change a value."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __init__(self, **data: Any) -> None:
+        """Validate every value; a bad one raises InvalidInputError (a ValueError) naming it."""
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            problems = "; ".join(
+                (f"{'.'.join(str(p) for p in err['loc'])}: " if err.get("loc") else "")
+                + str(err.get("msg", "")).removeprefix("Value error, ")
+                for err in e.errors()
+            )
+            raise InvalidInputError(f"invalid Settings: {problems}") from e
 
     # --- models -------------------------------------------------------------------------
     anthropic_model: str = "claude-sonnet-4-5"
@@ -171,3 +190,89 @@ class Settings(BaseModel):
     # --- input limits --------------------------------------------------------------------
     max_content_chars: int = 20_000
     max_query_chars: int = 4_000
+
+    @model_validator(mode="after")
+    def _check_ranges(self) -> Settings:
+        """Every numeric setting is finite and within its range (see ``SETTING_RANGES``)."""
+        for name, value in self.__dict__.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            if not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value}")
+            low, high, strict = SETTING_RANGES.get(name, (-math.inf, math.inf, False))
+            if (value <= low if strict else value < low) or value > high:
+                raise ValueError(f"{name} must be {_describe(low, high, strict)}, got {value}")
+        for kind, days in self.ttl_days.items():
+            if days is not None and days <= 0:
+                raise ValueError(f"ttl_days[{kind!r}] must be a whole number of days > 0 or None, got {days}")
+        for kind, threshold in self.summary_thresholds.items():
+            if threshold <= 0:
+                raise ValueError(f"summary_thresholds[{kind!r}] must be > 0, got {threshold}")
+        choices = {
+            "search_fusion": ("score", "rrf"),
+            "summary_refresh": ("inline", "background"),
+            "reflector_bullet_status": _STATUSES,
+            "new_reflection_status": _STATUSES,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        return self
+
+
+# (low, high, strict): value > low when strict else value >= low, and value <= high.
+_POSITIVE = (0.0, math.inf, True)  # budgets, sizes, limits: > 0
+_COUNT = (0.0, math.inf, False)  # counts, days, weights, boosts: >= 0
+_UNIT = (0.0, 1.0, False)  # probabilities, thresholds, shares: [0, 1]
+_NEG_UNIT = (-1.0, 0.0, False)  # the reject deltas: [-1, 0]
+
+SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
+    "anthropic_max_tokens": _POSITIVE, "llm_timeout_s": _POSITIVE, "llm_max_retries": _COUNT,
+    "llm_backoff_s": _COUNT,
+    "budget_user_preferences": _POSITIVE, "budget_learnings": _POSITIVE,
+    "candidates_per_source": _POSITIVE, "rrf_k": _COUNT, "weight_vector": _COUNT, "weight_fulltext": _COUNT,
+    "weight_graph": _COUNT, "graph_hop_decay": _UNIT, "graph_fanout_cap": _COUNT,
+    "graph_second_hop_neighbours": _COUNT, "graph_anchor_cap": _COUNT, "quality_weight": _UNIT,
+    "semantic_weight": _UNIT, "thompson_weight": _UNIT, "random_seed": _COUNT,
+    "recency_half_life_days": _POSITIVE, "pinned_boost": _COUNT, "pattern_boost": _COUNT,
+    "pattern_similarity": _UNIT, "min_success_rate": _UNIT, "min_success_samples": _COUNT,
+    "vector_only_min_similarity": _UNIT, "mmr_lambda": _UNIT, "fulltext_max_postings": _COUNT,
+    "search_candidates": _POSITIVE, "search_weight_vector": _COUNT, "search_weight_fulltext": _COUNT,
+    "search_weight_entity": _COUNT, "search_weight_tool": _COUNT, "search_weight_time": _COUNT,
+    "search_weight_neighbour": _COUNT, "search_neighbour_window": _COUNT, "search_neighbour_decay": _UNIT,
+    "search_entity_cap": _POSITIVE,
+    "dedup_similarity": _UNIT, "contradiction_similarity": _UNIT, "actionability_threshold": _UNIT,
+    "actionability_w_directive": _UNIT, "actionability_w_condition": _UNIT,
+    "actionability_w_specificity": _UNIT, "actionability_w_not_observation": _UNIT,
+    "feedback_recent_actions": _COUNT,
+    "accept_score_delta": _UNIT, "accept_confidence_delta": _UNIT, "reject_score_delta": _NEG_UNIT,
+    "reject_confidence_delta": _NEG_UNIT,
+    "window_size": _POSITIVE, "window_min_samples": _COUNT, "promote_quality": _UNIT,
+    "promote_pass_rate": _UNIT, "promote_max_fallback_rate": _UNIT, "promote_max_regenerate": _COUNT,
+    "promotion_streak": _POSITIVE, "demotion_streak": _POSITIVE, "disable_streak": _POSITIVE,
+    "canary_min_allocation": _UNIT, "candidate_promote_validations": _COUNT,
+    "pinned_min_validations": _COUNT, "archive_stale_days": _COUNT, "archive_stale_max_validations": _COUNT,
+    "archive_min_age_days": _COUNT, "archive_low_confidence": _UNIT,
+    "archive_low_confidence_max_validations": _COUNT,
+    "advice_ttl_s": _COUNT, "correction_window_s": _COUNT,
+    "never_prune_confidence": _UNIT, "prune_low_confidence": _UNIT, "prune_low_confidence_age_days": _COUNT,
+    "confidence_decay_per_day": _UNIT, "confidence_decay_grace_days": _COUNT,
+    "hypothesis_promote_accuracy": _UNIT, "hypothesis_promote_min_samples": _COUNT,
+    "hypothesis_invalidate_accuracy": _UNIT, "hypothesis_invalidate_min_samples": _COUNT,
+    "promote_min_confidence": _UNIT, "demote_stale_days": _COUNT, "demote_contradiction_ratio": _COUNT,
+    "demote_min_age_days": _COUNT, "promote_match_overlap": _UNIT,
+    "summary_max_bullets": _POSITIVE, "summary_max_learnings": _POSITIVE,
+    "p5_floor": _UNIT, "p5_drop_alert": _UNIT, "noise_max": _COUNT, "guard_rolling_window": _POSITIVE,
+    "max_content_chars": _POSITIVE, "max_query_chars": _POSITIVE,
+    "embed_query_threads": _COUNT, "embed_batch_threads": _COUNT,
+}
+"""The allowed range of every numeric setting; a numeric setting missing here must only be finite
+(tests/test_input_validation.py checks that every numeric setting is listed)."""
+
+
+def _describe(low: float, high: float, strict: bool) -> str:
+    if (low, high) == (0.0, 1.0):
+        return "between 0 and 1"
+    if (low, high) == (-1.0, 0.0):
+        return "between -1 and 0"
+    return f"{'>' if strict else '>='} {low:g}"

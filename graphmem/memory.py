@@ -26,11 +26,23 @@ from graphmem.embed import Embedder, HashEmbedder, default_embedder
 from graphmem.errors import InvalidInputError
 from graphmem.export import ExportReport
 from graphmem.inputs import (
+    check_string,
+    cypher_params,
     json_object,
+    model_errors,
     names,
+    optional_bool,
+    optional_id,
+    optional_string,
     optional_text,
+    require_bool,
     require_choice,
+    require_count,
+    require_items,
+    require_path,
     require_text,
+    require_time,
+    require_unit,
 )
 from graphmem.insights import Insights
 from graphmem.learn.judges import TraceResult, TrainReport  # learning (issue 3)
@@ -90,6 +102,10 @@ class Memory(LearningsAPI, RetrievalAPI):
         clock: Callable[[], datetime] | None = None,
         admin: bool = False,
     ) -> None:
+        require_path("path", path, allow_none=True)
+        read_only = require_bool("read_only", read_only)
+        if settings is not None and not isinstance(settings, Settings):
+            raise InvalidInputError(f"settings must be a graphmem Settings, got {type(settings).__name__}")
         self.settings = settings or Settings()
         self.user = require_text("user", user, max_chars=200)
         self.admin = bool(admin)
@@ -187,6 +203,11 @@ class Memory(LearningsAPI, RetrievalAPI):
         text = require_text("content", content, max_chars=self.settings.max_content_chars, allow_empty=True)
         if kind == "message" and not text:
             raise InvalidInputError("a message event needs content; pass the message text")
+        role = optional_text("role", role, max_chars=200)
+        session_id = optional_string("session_id", session_id)
+        success, is_owner = optional_bool("success", success), require_bool("is_owner", is_owner)
+        objective_id = optional_id("objective_id", objective_id)
+        created_at = require_time("created_at", created_at)
         if direction is None:
             outbound = kind in ("tool_call", "tool_result") or (role or "").lower() in _OUTBOUND_ROLES
             direction = "outbound" if outbound else "inbound"
@@ -194,14 +215,13 @@ class Memory(LearningsAPI, RetrievalAPI):
         if objective_id is not None:
             own_objective(self, objective_id)  # NotFoundError, also for another user's objective
         when = created_at or self.now()
-        if when.tzinfo is None:
-            raise InvalidInputError("created_at must be timezone-aware (e.g. datetime(..., tzinfo=timezone.utc))")
-        return Event(
-            user_id=self.user, session_id=session_id, kind=kind, role=role, direction=direction,  # type: ignore[arg-type]
-            is_owner=bool(is_owner), content=text, tool_name=optional_text("tool", tool, max_chars=200),
-            success=success, objective_id=objective_id, created_at=when.astimezone(UTC),
-            metadata=json_object("metadata", metadata), entities=names("entity", entities),
-        )
+        with model_errors("event"):
+            return Event(
+                user_id=self.user, session_id=session_id, kind=kind, role=role, direction=direction,  # type: ignore[arg-type]
+                is_owner=is_owner, content=text, tool_name=optional_text("tool", tool, max_chars=200),
+                success=success, objective_id=objective_id, created_at=when.astimezone(UTC),
+                metadata=json_object("metadata", metadata), entities=names("entity", entities),
+            )
 
     # --- write hooks ---------------------------------------------------------------------------
     def _on_learnings_changed(self, learnings: Sequence[Learning], *, change: str) -> None:
@@ -254,7 +274,7 @@ class Memory(LearningsAPI, RetrievalAPI):
         Unknown id: NotFoundError; ended already: InvalidInputError."""
         from graphmem.learn.objectives import end_objective
 
-        return end_objective(self, objective_id, status, result, reflect_episode=reflect)
+        return end_objective(self, objective_id, status, result, reflect_episode=require_bool("reflect", reflect))
 
     def reflect(
         self,
@@ -339,7 +359,7 @@ class Memory(LearningsAPI, RetrievalAPI):
         summary of this user from scratch. Nothing stale: no LLM call, returns ``[]``.
         ``all_users`` refreshes every user's due summaries (the background refresher).
         """
-        return self._summaries.refresh(force=bool(force), all_users=bool(all_users))
+        return self._summaries.refresh(force=require_bool("force", force), all_users=require_bool("all_users", all_users))
 
     def summary(self, key: str) -> Summary:
         """One of this user's summaries by key: ``"user_preferences"``, ``"learning:tool:<name>"``,
@@ -395,7 +415,14 @@ class Memory(LearningsAPI, RetrievalAPI):
         if user is not None and user != self.user and not self.admin:
             raise PermissionDeniedError("only an admin Memory may read another user's pattern scores")
 
-        return outcomes.pattern_scores(self, np.asarray(query_embedding, dtype=np.float32), user)
+        user = optional_text("user", user, max_chars=200)
+        try:
+            vector = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
+        except (TypeError, ValueError) as e:
+            raise InvalidInputError(f"query_embedding must be a vector of numbers: {e}") from e
+        if vector.shape != (self.embedder.dim,) or not np.all(np.isfinite(vector)):
+            raise InvalidInputError(f"query_embedding must be {self.embedder.dim} finite numbers (the embedder's dim)")
+        return outcomes.pattern_scores(self, vector, user)
 
     def _after_event(self, event: Event) -> None:
         """The implicit outcome tracker (seed 003): tool results become outcomes of recent contexts."""
@@ -411,6 +438,8 @@ class Memory(LearningsAPI, RetrievalAPI):
         of an instruction file (AGENTS.md, CLAUDE.md...); idempotent. Returns a PromoteReport."""
         from graphmem import promote
 
+        require_path("path", path)
+        min_confidence = None if min_confidence is None else require_unit("min_confidence", min_confidence)
         return promote.promote(self, path, min_confidence=min_confidence)
 
     def sweep(self, paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> SweepReport:
@@ -418,7 +447,9 @@ class Memory(LearningsAPI, RetrievalAPI):
         retired; archive and log them; keep hand-written lines. Returns a SweepReport."""
         from graphmem import promote
 
-        targets = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        targets = [paths] if isinstance(paths, (str, os.PathLike)) else list(require_items("paths", paths))
+        for target in targets:
+            require_path("paths", target)
         return promote.sweep(self, targets)
 
     def insights(self, *, timeline: int = 50) -> Insights:
@@ -426,12 +457,13 @@ class Memory(LearningsAPI, RetrievalAPI):
         counts per status and tier, active canaries and the latest transitions (Insights)."""
         from graphmem import insights
 
-        return insights.compute(self, timeline=timeline)
+        return insights.compute(self, timeline=require_count("timeline", timeline))
 
     def training_pairs(self, *, min_confidence: float = 0.0, feedback: str = "any") -> list[dict[str, Any]]:
         """Successful episodes as chat-format training records (seed 004)."""
         from graphmem import export
 
+        min_confidence, feedback = require_unit("min_confidence", min_confidence), require_choice("feedback", feedback, ("any", "positive"))
         return export.training_pairs(self, min_confidence=min_confidence, feedback=feedback)[0]
 
     def export_jsonl(
@@ -440,18 +472,22 @@ class Memory(LearningsAPI, RetrievalAPI):
         """Write :meth:`training_pairs` to a JSONL file. Returns an ExportReport."""
         from graphmem import export
 
+        require_path("path", path)
+        min_confidence, feedback = require_unit("min_confidence", min_confidence), require_choice("feedback", feedback, ("any", "positive"))
         return export.export_jsonl(self, path, min_confidence=min_confidence, feedback=feedback)
 
     def export_graphml(self, path: str | os.PathLike[str]) -> ExportReport:
         """Write the whole graph as GraphML through networkx. Returns an ExportReport."""
         from graphmem import export
 
+        require_path("path", path)
         return export.export_graphml(self, path)
 
     # --- analysts ------------------------------------------------------------------------------
     def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False) -> list[dict[str, Any]]:
         """Run Cypher over the graph; rows as dicts. Read-only unless ``write=True``."""
-        rows = self.store.cypher(query, params, write=write)
+        write, query = require_bool("write", write), check_string("query", query)
+        rows = self.store.cypher(query, cypher_params(params), write=write)
         if write:
             self.store.reload_catalogs()  # a raw write may have changed learnings behind our back
         return rows

@@ -14,7 +14,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from graphmem.errors import InvalidInputError
-from graphmem.inputs import names, optional_text, require_choice, require_count, require_text, require_unit
+from graphmem.inputs import (
+    model_errors,
+    names,
+    optional_id,
+    optional_string,
+    optional_text,
+    require_bool,
+    require_choice,
+    require_count,
+    require_id,
+    require_items,
+    require_text,
+    require_time,
+    require_ttl,
+    require_unit,
+)
 from graphmem.learn.curator import merged_learning
 from graphmem.models import (
     LEARNING_KINDS,
@@ -103,7 +118,7 @@ class LearningsAPI:
         any item is invalid.
         """
         prepared = []
-        for i, item in enumerate(items):
+        for i, item in enumerate(require_items("items", items)):
             if not isinstance(item, Mapping) or "content" not in item:
                 raise InvalidInputError(f"item {i} must be a dict with at least 'content'")
             args = dict(item)
@@ -112,7 +127,7 @@ class LearningsAPI:
             except TypeError as e:
                 raise InvalidInputError(f"item {i}: {e}") from e
             except InvalidInputError as e:
-                raise InvalidInputError(f"item {i}: {e}") from e
+                raise type(e)(f"item {i}: {e}") from e
         if not prepared:
             return []
         vectors = self.embedder.embed([_embedding_text(l) for l, _ in prepared])
@@ -166,35 +181,39 @@ class LearningsAPI:
         text = require_text("content", content, max_chars=limit)
         if ttl_days is None:
             ttl_days = self.settings.ttl_days.get(kind) if kind in LEARNING_KINDS else None
-        elif isinstance(ttl_days, bool) or not isinstance(ttl_days, int) or ttl_days <= 0:
-            raise InvalidInputError(f"ttl_days must be a whole number of days > 0 (or None), got {ttl_days!r}")
-        when = (created_at or self.now()).astimezone(UTC)
+        else:
+            ttl_days = require_ttl("ttl_days", ttl_days)
+        when = require_time("created_at", created_at) or self.now().astimezone(UTC)
+        shared = require_bool("shared", shared)
+        objective_id = optional_id("objective_id", objective_id)
         if objective_id is not None:
             own_objective(self, objective_id)  # another user's objective: NotFoundError
+        source_event_id = optional_id("source_event_id", source_event_id)
         if source_event_id is not None:
-            own_event(self, source_event_id)
-        learning = Learning(
-            user_id=self.user,
-            shared=bool(shared),
-            kind=require_choice("kind", kind, LEARNING_KINDS),  # type: ignore[arg-type]
-            content=text,
-            recommendation=optional_text("recommendation", recommendation, max_chars=limit),
-            applies_when=optional_text("applies_when", applies_when, max_chars=limit),
-            source_type=require_choice("source_type", source_type, SOURCE_TYPES),  # type: ignore[arg-type]
-            source_event_id=source_event_id,
-            sentiment=require_choice("sentiment", sentiment, SENTIMENTS),  # type: ignore[arg-type]
-            confidence=require_unit("confidence", confidence),
-            status=require_choice("status", status, STATUSES),  # type: ignore[arg-type]
-            tier=require_choice("tier", tier, TIERS),  # type: ignore[arg-type]
-            canary_allocation=self.settings.canary_min_allocation if status == "canary" else 1.0,
-            ttl_days=ttl_days,
-            tool=optional_text("tool", tool, max_chars=200),
-            objective_type=optional_text("objective_type", objective_type, max_chars=200),
-            topics=names("topic", topics),
-            entities=names("entity", entities),
-            created_at=when,
-            updated_at=when,
-        )
+            own_event(self, source_event_id)  # unknown or another user's: NotFoundError
+        with model_errors("learning"):
+            learning = Learning(
+                user_id=self.user,
+                shared=shared,
+                kind=require_choice("kind", kind, LEARNING_KINDS),  # type: ignore[arg-type]
+                content=text,
+                recommendation=optional_text("recommendation", recommendation, max_chars=limit),
+                applies_when=optional_text("applies_when", applies_when, max_chars=limit),
+                source_type=require_choice("source_type", source_type, SOURCE_TYPES),  # type: ignore[arg-type]
+                source_event_id=source_event_id,
+                sentiment=require_choice("sentiment", sentiment, SENTIMENTS),  # type: ignore[arg-type]
+                confidence=require_unit("confidence", confidence),
+                status=require_choice("status", status, STATUSES),  # type: ignore[arg-type]
+                tier=require_choice("tier", tier, TIERS),  # type: ignore[arg-type]
+                canary_allocation=self.settings.canary_min_allocation if status == "canary" else 1.0,
+                ttl_days=ttl_days,
+                tool=optional_text("tool", tool, max_chars=200),
+                objective_type=optional_text("objective_type", objective_type, max_chars=200),
+                topics=names("topic", topics),
+                entities=names("entity", entities),
+                created_at=when,
+                updated_at=when,
+            )
         links = LearningLinks(
             tool=learning.tool, topics=learning.topics, entities=learning.entities,
             objective_type=learning.objective_type, objective_id=objective_id,
@@ -243,7 +262,7 @@ class LearningsAPI:
     def get_learning(self, learning_id: str) -> Learning:
         """One of this user's (or a shared) learning by id; another user's private learning is
         NotFoundError, exactly like an unknown id."""
-        return visible_learning(self, learning_id)
+        return visible_learning(self, require_id("learning_id", learning_id))
 
     def update_learning(self, learning_id: str, **changes: Any) -> Learning:
         """Change fields of a learning; status and tier changes bump ``version`` and are logged.
@@ -287,11 +306,9 @@ class LearningsAPI:
             elif key in ("helpful", "harmful", "validations", "contradictions"):
                 clean[key] = require_count(key, value)
             elif key == "ttl_days":
-                if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                    raise InvalidInputError(f"ttl_days must be a whole number > 0 or None, got {value!r}")
-                clean[key] = value
+                clean[key] = None if value is None else require_ttl("ttl_days", value)
             elif key == "shared":
-                clean[key] = bool(value)
+                clean[key] = require_bool("shared", value)
         return clean
 
     def _apply_changes(self, current: Learning, clean: Mapping[str, Any], *, reason: str) -> Learning:
@@ -333,12 +350,14 @@ class LearningsAPI:
         if clean.get("status") == "active" and "canary_allocation" not in clean:
             update["canary_allocation"] = 1.0
         updated = current.model_copy(update=update)
-        Learning.model_validate(updated.model_dump())  # re-check the combined result
+        with model_errors("learning update"):
+            Learning.model_validate(updated.model_dump())  # re-check the combined result
         return updated
 
     def retire_learning(self, learning_id: str, *, reason: str = "retired") -> Learning:
         """Take a learning out of use for good: status disabled, tier archive. Kept (delete it
         with :meth:`forget_learning`). Only the owner (or an ``admin`` Memory) may retire it."""
+        reason = require_text("reason", reason, max_chars=1000)
         current = writable_learning(self, learning_id)
         return self._apply_changes(current, {"status": "disabled", "tier": "archive"}, reason=reason)
 
@@ -349,6 +368,7 @@ class LearningsAPI:
         archive (a logged transition), and is never returned by context() again. Returns it.
         Both must be this user's (or the Memory an ``admin``): PermissionDeniedError otherwise.
         """
+        reason = require_text("reason", reason, max_chars=1000)
         new, old = writable_learning(self, new_id), writable_learning(self, old_id)
         if new.id == old.id:
             raise InvalidInputError("a learning cannot supersede itself; pass two different ids")
@@ -386,6 +406,8 @@ class LearningsAPI:
         limit: int | None = None,
     ) -> list[Learning]:
         """This user's (and shared) learnings matching every filter, newest first."""
+        tool, topic = optional_string("tool", tool), optional_string("topic", topic)
+        entity = optional_string("entity", entity)
         if status is not None:
             require_choice("status", status, STATUSES)
         if tier is not None:

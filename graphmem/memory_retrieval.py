@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from graphmem.errors import InvalidInputError
-from graphmem.inputs import names, optional_text, require_choice
+from graphmem.inputs import names, optional_text, query_text, require_choice, require_items
 from graphmem.models import Event, new_id
 from graphmem.retrieve import AssembledContext, Retriever, ScoredLearning
 from graphmem.retrieve.context import pack
@@ -78,11 +78,7 @@ class RetrievalAPI:
             isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget <= 0
         ):
             raise InvalidInputError(f"token_budget must be a whole number of tokens > 0, got {token_budget!r}")
-        if query is None:
-            query = ""
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query must be text, got {type(query).__name__}")
-        text = query[: self.settings.max_query_chars]
+        text = query_text("query", query, max_chars=self.settings.max_query_chars)
         tool = optional_text("tool", tool, max_chars=200)
         objective_type = optional_text("objective_type", objective_type, max_chars=200)
         entity_names, topic_names = names("entity", entities), names("topic", topics)
@@ -164,7 +160,7 @@ class RetrievalAPI:
         is written if any item is invalid. Returns the events in the order given.
         """
         events: list[Event] = []
-        for i, item in enumerate(items):
+        for i, item in enumerate(require_items("items", items)):
             if not isinstance(item, Mapping) or "kind" not in item:
                 raise InvalidInputError(f"item {i} must be a dict with at least 'kind' (and 'content')")
             args = dict(item)
@@ -173,14 +169,14 @@ class RetrievalAPI:
                 "tool": None, "role": None, "objective_id": None, "session_id": None, "created_at": None,
                 "entities": (), "success": None, "metadata": None, "direction": None, "is_owner": False,
             }
-            unknown = sorted(set(args) - set(defaults))
+            unknown = sorted(str(k) for k in set(args) - set(defaults))
             if unknown:
                 raise InvalidInputError(f"item {i}: unknown field(s) {', '.join(unknown)}; use {', '.join(defaults)}")
             defaults.update(args)
             try:
                 events.append(self._make_event(kind, content, **defaults))
             except InvalidInputError as e:
-                raise InvalidInputError(f"item {i}: {e}") from e
+                raise type(e)(f"item {i}: {e}") from e
         if not events:
             return []
         vectors = np.asarray(self.embedder.embed([e.content for e in events]), dtype=np.float32)
@@ -210,11 +206,7 @@ class RetrievalAPI:
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise InvalidInputError(f"k must be a whole number > 0, got {k!r}")
         require_choice("over", over, ("learnings", "events", "all"))
-        if query is None:
-            query = ""
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
-        text = query.strip()[: self.settings.max_query_chars]
+        text = query_text("query", query).strip()[: self.settings.max_query_chars]
         tool_name = optional_text("tool", tool, max_chars=200)
         entity_names = tuple(names("entity", entities))
         topic_names = tuple(names("topic", topics))

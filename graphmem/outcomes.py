@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from graphmem.errors import InvalidInputError
-from graphmem.inputs import names, require_choice, require_text
+from graphmem.inputs import names, require_choice, require_id
 from graphmem.models import RATINGS, Application, Event, Learning, new_id
 from graphmem.trust import own_application
 
@@ -116,7 +116,7 @@ def record_outcome(
     Raises NotFoundError for an unknown context (or another user's), InvalidInputError for bad
     arguments or when the context already has an outcome (an implicit one can be replaced once).
     """
-    context_id = require_text("context_id", context_id, max_chars=200)
+    context_id = require_id("context_id", context_id)
     if success is not None and not isinstance(success, bool):
         raise InvalidInputError(f"success must be True, False or None, got {success!r}")
     if rating is not None:

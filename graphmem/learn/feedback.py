@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import InvalidInputError, LLMError
-from graphmem.inputs import names, optional_text
+from graphmem.inputs import check_string, names, optional_text, require_bool
 from graphmem.learn.curator import Curator
 from graphmem.llm.prompts import feedback_request
 from graphmem.llm.schemas import FeedbackAnalysis
@@ -42,6 +42,7 @@ ACTION_KINDS = ("message", "tool_call", "tool_result")
 def _check_message(memory: Memory, content: Any) -> str:
     if not isinstance(content, str):
         raise InvalidInputError(f"content must be the message text (a string), got {type(content).__name__}")
+    check_string("content", content)
     if not content.strip():
         raise InvalidInputError("the message is empty; pass the text the user wrote")
     limit = memory.settings.max_content_chars
@@ -88,11 +89,12 @@ def observe_message(
     LLM failures and refused injections). See the module docstring for the failure modes.
     """
     text = _check_message(memory, content)
+    is_owner = require_bool("is_owner", is_owner)
     tool_hint = optional_text("tool", tool, max_chars=200)
     extra_entities = names("entity", entities)
     actions = recent_actions(memory) if is_owner else []
     event = memory.record_event(
-        "message", text, role=role, direction="inbound", is_owner=bool(is_owner), session_id=session_id,
+        "message", text, role=role, direction="inbound", is_owner=is_owner, session_id=session_id,
         objective_id=objective_id, entities=extra_entities,
         metadata={"tool_hint": tool_hint} if tool_hint else None,
     )

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import InvalidInputError, LLMError
-from graphmem.inputs import optional_text, require_text
+from graphmem.inputs import optional_text, require_id, require_text
 from graphmem.learn.curator import Curator
 from graphmem.learn.reflection import reflect
 from graphmem.llm.prompts import objective_eval_request
@@ -97,6 +97,7 @@ def start_objective(memory: Memory, goal: str, objective_type: str | None = None
 def _own_objective(memory: Memory, objective_id: Any) -> Objective:
     if not isinstance(objective_id, str) or not objective_id.strip():
         raise InvalidInputError("objective_id must be the id returned by start_objective()")
+    require_id("objective_id", objective_id)
     return own_objective(memory, objective_id)  # another user's: NotFoundError, like an unknown id
 
 
@@ -114,7 +115,7 @@ def end_objective(
     Unknown id: NotFoundError; ended already: InvalidInputError; bad status: InvalidInputError.
     """
     objective = _own_objective(memory, objective_id)
-    if status not in END_STATUSES:
+    if not isinstance(status, str) or status not in END_STATUSES:
         raise InvalidInputError(f"status must be one of {', '.join(END_STATUSES)}, got {status!r}")
     if objective.status != "running":
         raise InvalidInputError(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphmem.errors import InvalidInputError
-from graphmem.inputs import names, optional_text
+from graphmem.inputs import check_string, names, optional_id, optional_text
 from graphmem.learn.curator import Curator
 from graphmem.llm.prompts import reflection_request
 from graphmem.llm.schemas import EpisodeReflection
@@ -62,8 +62,7 @@ def reflect(
     """Reflect on one episode; store the Reflection and its rules as candidate learnings."""
     limit = memory.settings.max_content_chars
     for label, value in (("user_text", user_text), ("assistant_text", assistant_text)):
-        if not isinstance(value, str):
-            raise InvalidInputError(f"{label} must be a string, got {type(value).__name__}")
+        check_string(label, value)
         if len(value) > limit:
             raise InvalidInputError(f"{label} is longer than Settings.max_content_chars={limit}")
     if not user_text.strip() and not assistant_text.strip():
@@ -72,6 +71,8 @@ def reflect(
         raise InvalidInputError(f"success must be True, False or None, got {success!r}")
     feedback = optional_text("feedback", feedback, max_chars=limit)
     tools = names("tool", tools_used)
+    objective_id, event_id = optional_id("objective_id", objective_id), optional_id("event_id", event_id)
+    objective_type = optional_text("objective_type", objective_type, max_chars=200)
     about: list[tuple[str, str]] = []
     if objective_id is not None:
         objective = own_objective(memory, objective_id)

@@ -25,7 +25,8 @@ def mirror_mismatches(store: KuzuGraphStore, *, limit: int = 20) -> list[str]:
     with store.snapshot():
         rows = store.read(
             "MATCH (l:Learning) RETURN l.id AS id, l.user_id AS user_id, l.status AS status, l.tier AS tier, "
-            "l.helpful AS helpful, l.harmful AS harmful, l.validations AS validations"
+            "l.helpful AS helpful, l.harmful AS harmful, l.validations AS validations, l.shared AS shared, "
+            "l.superseded_by AS superseded_by, l.tool AS tool"
         )
         events = store.read("MATCH (e:Event) RETURN e.id AS id, e.user_id AS user_id")
         catalog, event_catalog = store.learning_catalog, store.event_catalog
@@ -45,6 +46,12 @@ def mirror_mismatches(store: KuzuGraphStore, *, limit: int = 20) -> list[str]:
                 continue
             if catalog.user[row] != r["user_id"]:
                 problems.append(f"learning {r['id']}: owner {catalog.user[row]!r} in the mirror, {r['user_id']!r} in the file")
+            if catalog.tool[row] != r["tool"]:
+                problems.append(f"learning {r['id']}: tool {catalog.tool[row]!r} in the mirror, {r['tool']!r} in the file")
+            flags = {"shared": bool(r["shared"]), "superseded": bool(r["superseded_by"])}
+            for name, want_flag in flags.items():
+                if bool(catalog.col(name)[row]) != want_flag:
+                    problems.append(f"learning {r['id']}: {name} {not want_flag} in the mirror, {want_flag} in the file")
             for name in _FIELDS:
                 want = codes[name].get(r[name], -1) if name in codes else r[name]
                 have = catalog.col(name)[row]

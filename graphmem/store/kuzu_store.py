@@ -32,6 +32,7 @@ from graphmem.errors import (
     ReadOnlyError,
     StoreError,
 )
+from graphmem.inputs import check_db_params
 from graphmem.store import migrations
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.locks import ReadWriteLock
@@ -273,6 +274,7 @@ class KuzuBase:
     def _run(
         self, conn: kuzu.Connection, cypher: str, params: Mapping[str, Any] | None, *, cache: bool = True
     ) -> list[dict[str, Any]]:
+        check_db_params(params)  # a lone surrogate must never reach Kùzu (it can wedge the row)
         if cache and ";" not in cypher:
             stmt = self._prepared(conn, cypher)
             with warnings.catch_warnings():
