@@ -98,8 +98,15 @@ def test_other_users_volume_does_not_change_scores() -> None:
     assert index.doc_freq("email", "alice") > index.doc_freq("email", "bob")
 
 
-def test_update_owner_change_remove_and_move() -> None:
-    index = build(CORPUS)
+def _loaded(docs: list[tuple[str, bool, str]]) -> LexicalIndex:
+    index = LexicalIndex()
+    index.load([search_text(t) for _, _, t in docs], [u for u, _, _ in docs], [s for _, s, _ in docs])
+    return index
+
+
+@pytest.mark.parametrize("make", [build, _loaded], ids=["incremental", "loaded"])
+def test_update_owner_change_remove_and_move(make: Callable[[list[tuple[str, bool, str]]], LexicalIndex]) -> None:
+    index = make(CORPUS)
     index.add(3, "bob", False, search_text("Bob wants tables, not bullets"))
     assert 3 not in {r for r, _ in index.search("points summaries", "bob", k=10)}
     assert 3 in {r for r, _ in index.search("tables", "bob", k=10)}

@@ -24,6 +24,7 @@ unordered, swap-delete), so a query costs a few vectorised operations per query 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -74,18 +75,36 @@ class _Postings:
         self.rows[self._find(old)] = new
 
 
-def _terms(text: str | Sequence[str]) -> list[str]:
+def _terms(text: str | Sequence[str] | None) -> list[str]:
+    if text is None:
+        return []
     return text.split() if isinstance(text, str) else [t for t in text if t]
 
 
+_EMPTY_ROWS = np.zeros(0, dtype=np.int64)
+_EMPTY_TF = np.zeros(0, dtype=np.float64)
+
+
 class LexicalIndex:
-    """BM25 over short normalised texts with per-user statistics (see the module docstring)."""
+    """BM25 over short normalised texts with per-user statistics (see the module docstring).
+
+    Storage: per row its normalised text (split again only when it is updated or removed), its
+    length and bucket in numpy arrays; postings as one CSR block built by :meth:`load` plus a
+    growable per-term copy for each term written since (taken on its first change).
+    """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = float(k1)
         self.b = float(b)
-        self._docs: dict[int, Counter[str]] = {}  # row -> term frequencies
-        self._post: dict[str, _Postings] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        self._docs: dict[int, str] = {}  # row -> normalised text
+        self._post: dict[str, _Postings] = {}  # terms changed since load (or new)
+        self._base_id: dict[str, int] = {}  # terms of the loaded CSR block -> index
+        self._base_off = np.zeros(1, dtype=np.int64)
+        self._base_rows = _EMPTY_ROWS
+        self._base_tf = _EMPTY_TF
         self._codes: dict[str, int] = {}  # user -> bucket code (>= 1)
         self._n: list[int] = [0]  # per bucket: documents
         self._len: list[float] = [0.0]  # per bucket: summed document lengths
@@ -98,6 +117,26 @@ class LexicalIndex:
 
     def __contains__(self, row: object) -> bool:
         return row in self._docs
+
+    # --- postings ----------------------------------------------------------------------------
+    def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, tf) of ``term`` (views: do not keep them across writes)."""
+        post = self._post.get(term)
+        if post is not None:
+            return post.rows[: post.n], post.tf[: post.n]
+        i = self._base_id.get(term)
+        if i is None:
+            return _EMPTY_ROWS, _EMPTY_TF
+        lo, hi = self._base_off[i], self._base_off[i + 1]
+        return self._base_rows[lo:hi], self._base_tf[lo:hi]
+
+    def _mutable(self, term: str) -> _Postings:
+        post = self._post.get(term)
+        if post is None:
+            rows, tf = self._postings(term)
+            post = _Postings(rows.copy(), tf.copy())
+            self._post[term] = post
+        return post
 
     # --- buckets -----------------------------------------------------------------------------
     def _code(self, user: str, create: bool = True) -> int:
@@ -137,51 +176,46 @@ class LexicalIndex:
         Re-adding a row with the same text only moves it between buckets when its owner or
         shared flag changed; with new text its postings are replaced.
         """
-        tf = Counter(_terms(text))
-        bucket = SHARED if shared else self._code(user)
+        terms = _terms(text)
+        tf = Counter(terms)
         old = self._docs.get(row)
         if old is not None:
-            if old == tf:
+            if Counter(old.split()) == tf:
                 self.set_owner(row, user, shared)
                 return
             self.remove(row)
+        bucket = SHARED if shared else self._code(user)
         self._ensure(row)
-        self._docs[row] = tf
+        self._docs[row] = " ".join(terms)
         self._bucket[row] = bucket
-        self._dl[row] = sum(tf.values())
+        self._dl[row] = len(terms)
         self._count(bucket, tf, +1)
         for term, f in tf.items():
-            post = self._post.get(term)
-            if post is None:
-                self._post[term] = _Postings(np.array([row], dtype=np.int64), np.array([f], dtype=np.float64))
-            else:
-                post.append(row, f)
+            self._mutable(term).append(row, f)
 
     update = add
 
     def set_owner(self, row: int, user: str, shared: bool) -> None:
         """Move document ``row`` to another owner or in/out of the shared bucket (text unchanged)."""
-        tf = self._docs[row]
         bucket = SHARED if shared else self._code(user)
         old = int(self._bucket[row])
         if bucket != old:
+            tf = Counter(self._docs[row].split())
             self._count(old, tf, -1)
             self._count(bucket, tf, +1)
             self._bucket[row] = bucket
 
     def remove(self, row: int) -> None:
         """Forget document ``row`` (no-op when absent)."""
-        tf = self._docs.pop(row, None)
-        if tf is None:
+        text = self._docs.pop(row, None)
+        if text is None:
             return
+        tf = Counter(text.split())
         self._count(int(self._bucket[row]), tf, -1)
         self._bucket[row] = -1
         self._dl[row] = 0.0
         for term in tf:
-            post = self._post[term]
-            post.delete(row)
-            if post.n == 0:
-                del self._post[term]
+            self._mutable(term).delete(row)
 
     def move(self, src: int, dst: int) -> None:
         """Renumber document ``src`` as ``dst`` (a free row), as a swap-remove does."""
@@ -189,46 +223,67 @@ class LexicalIndex:
             return
         if dst in self._docs:
             raise ValueError(f"row {dst} is taken")
-        tf = self._docs.pop(src, None)
-        if tf is None:
+        text = self._docs.pop(src, None)
+        if text is None:
             return
         self._ensure(dst)
-        self._docs[dst] = tf
+        self._docs[dst] = text
         self._bucket[dst], self._bucket[src] = self._bucket[src], -1
         self._dl[dst], self._dl[src] = self._dl[src], 0.0
-        for term in tf:
-            self._post[term].rename(src, dst)
+        for term in set(text.split()):
+            self._mutable(term).rename(src, dst)
 
     def load(self, texts: Sequence[str | Sequence[str] | None], users: Sequence[str], shared: Sequence[bool]) -> None:
-        """Replace everything with documents at rows 0..n-1 (used when a file is opened)."""
-        self._docs, self._codes = {}, {}
-        self._n, self._len, self._df = [0], [0.0], [Counter()]
+        """Replace everything with documents at rows 0..n-1 (used when a file is opened).
+
+        Vectorised: one pass to map tokens to ids, then numpy sorts build the postings (CSR)
+        and the per-bucket document frequencies.
+        """
+        self._reset()
         n = len(texts)
         self._bucket = np.full(max(16, n), -1, dtype=np.int64)
         self._dl = np.zeros(max(16, n), dtype=np.float64)
-        rows: dict[str, list[int]] = {}
-        tfs: dict[str, list[float]] = {}
-        for row, (text, user, sh) in enumerate(zip(texts, users, shared)):
-            tf = Counter(_terms(text or ""))
-            bucket = SHARED if sh else self._code(user)
-            self._docs[row] = tf
-            self._bucket[row] = bucket
-            self._dl[row] = sum(tf.values())
-            self._n[bucket] += 1
-            self._len[bucket] += self._dl[row]
-            self._df[bucket].update(tf.keys())
-            for term, f in tf.items():
-                r = rows.get(term)
-                if r is None:
-                    rows[term] = [row]
-                    tfs[term] = [f]
-                else:
-                    r.append(row)
-                    tfs[term].append(f)
-        self._post = {
-            term: _Postings(np.array(r, dtype=np.int64), np.array(tfs[term], dtype=np.float64))
-            for term, r in rows.items()
-        }
+        if n == 0:
+            return
+        docs = [t if isinstance(t, str) else " ".join(_terms(t)) for t in texts]
+        self._docs = dict(enumerate(docs))
+        words = " ".join(docs).split()
+        lengths = np.fromiter((d.count(" ") + 1 if d else 0 for d in docs), dtype=np.int64, count=n)
+        if int(lengths.sum()) != len(words):  # irregular spacing: count the slow way
+            lengths = np.fromiter((len(d.split()) for d in docs), dtype=np.int64, count=n)
+        # term ids in C: a word's id is the position of its first occurrence, made dense by unique
+        first: dict[str, int] = {}
+        raw = np.fromiter(map(first.setdefault, words, itertools.count()), dtype=np.int64, count=len(words))
+        del words
+        _, flat = np.unique(raw, return_inverse=True)
+        flat = flat.reshape(-1)
+        vocab = dict(zip(first, range(len(first))))  # dict order = first occurrence = dense order
+        bucket = np.fromiter(
+            (SHARED if sh else self._code(u) for u, sh in zip(users, shared)), dtype=np.int64, count=n
+        )
+        self._bucket[:n] = bucket
+        self._dl[:n] = lengths
+        n_buckets = len(self._n)
+        self._n = np.bincount(bucket, minlength=n_buckets).tolist()
+        self._len = np.bincount(bucket, weights=lengths, minlength=n_buckets).tolist()
+        if flat.size == 0:
+            return
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        keys, tf = np.unique(flat * n + rows, return_counts=True)  # sorted by term, then row
+        term_of, row_of = keys // n, keys % n
+        v = len(vocab)
+        self._base_off = np.zeros(v + 1, dtype=np.int64)
+        np.cumsum(np.bincount(term_of, minlength=v), out=self._base_off[1:])
+        self._base_rows = row_of
+        self._base_tf = tf.astype(np.float64)
+        self._base_id = vocab
+        names = np.asarray(list(vocab), dtype=object)
+        pairs, df = np.unique(bucket[row_of] * v + term_of, return_counts=True)  # by bucket, term
+        pair_bucket = pairs // v
+        bounds = np.searchsorted(pair_bucket, np.arange(n_buckets + 1))
+        for b in range(n_buckets):
+            lo, hi = bounds[b], bounds[b + 1]
+            self._df[b] = Counter(dict(zip(names[pairs[lo:hi] % v].tolist(), df[lo:hi].tolist())))
 
     # --- statistics --------------------------------------------------------------------------
     def stats(self, user: str) -> tuple[int, float]:
@@ -241,14 +296,13 @@ class LexicalIndex:
     def doc_freq(self, term: str, user: str | None = None) -> int:
         """Documents containing ``term``: those ``user`` can see, or all with ``user`` None."""
         if user is None:
-            post = self._post.get(term)
-            return post.n if post is not None else 0
+            return int(self._postings(term)[0].shape[0])
         code = self._code(user, create=False)
         return self._df[SHARED].get(term, 0) + (self._df[code].get(term, 0) if code > 0 else 0)
 
     def terms_of(self, row: int) -> Counter[str]:
         """The term frequencies of document ``row`` (empty when absent)."""
-        return Counter(self._docs.get(row, Counter()))
+        return Counter(self._docs.get(row, "").split())
 
     # --- queries -----------------------------------------------------------------------------
     def query_terms(self, query: str | Sequence[str]) -> list[str]:
@@ -281,13 +335,10 @@ class LexicalIndex:
         parts_rows: list[np.ndarray] = []
         parts_scores: list[np.ndarray] = []
         for term in self.query_terms(query):
-            post = self._post.get(term)
-            if post is None:
-                continue
             df = self.doc_freq(term, user)
             if df <= 0:
                 continue
-            rows = post.rows[: post.n]
+            rows, tfs = self._postings(term)
             bucket = self._bucket[rows]
             keep = (bucket == SHARED) | (bucket == code) if code > 0 else bucket == SHARED
             if mask is not None:
@@ -297,7 +348,7 @@ class LexicalIndex:
             rows = rows[keep]
             if rows.size == 0:
                 continue
-            tf = post.tf[: post.n][keep]
+            tf = tfs[keep]
             idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
             norm = k1 * (1.0 - b + b * self._dl[rows] / avgdl)
             parts_rows.append(rows)
