@@ -1,7 +1,7 @@
 """Lexical (BM25) index candidates for the context() hot path, measured on the scale corpus.
 
     python -m benchmarks.lexical [--sizes 10000 100000] [--queries 200] [--inserts 200]
-                                 [--only graphmem tantivy bm25s] [--save]
+                                 [--only graphmem tantivy bm25s] [--short] [--kuzu] [--save]
 
 The corpus is benchmarks/scale.py's (templated learnings over five users, 2 % shared); each
 document is the learning's normalised ``search_text`` (graphmem/store/text.py), each query the
@@ -18,6 +18,9 @@ Candidates: ``graphmem`` (graphmem/store/lexical.py: numpy postings, per-user st
 statistics would need one index per user holding copies of the shared learnings; an insert is
 add + commit + reload), ``bm25s`` (a static sparse matrix: no incremental update, so an insert
 is a rebuild; user filter through ``weight_mask``, statistics global).
+
+``--kuzu`` also builds a real file per size and times context()'s full-text stage both ways,
+interleaved: Kùzu's ``QUERY_FTS_INDEX`` (the previous code path) and the mirror.
 
 Writes benchmarks/results/local/lexical.json (ignored); ``--save`` writes
 benchmarks/results/lexical.json instead. The machine may be shared: figures are indicative.
@@ -191,6 +194,65 @@ def bench_bm25s(texts: list[str], users: list[str], shared: list[bool], qs: list
 CANDIDATES = {"graphmem": bench_graphmem, "tantivy": bench_tantivy, "bm25s": bench_bm25s}
 
 
+def bench_kuzu_vs_mirror(n: int, qs: list[tuple[str, str]], workdir: Path) -> dict[str, Any]:
+    """The context() full-text stage on a real file: Kùzu's FTS (the old path) against the mirror.
+
+    Builds a file of ``n`` scale.py learnings (random vectors), then for each query runs both
+    paths back to back (interleaved, so a busy machine slows both alike), with the
+    ``fulltext_max_postings`` cap and without it. The old path is the previous code's: the kept
+    terms to ``QUERY_FTS_INDEX`` for 4×50 hits, then the eligibility mask.
+    """
+    from benchmarks.scale import build, generate
+    from graphmem.config import Settings
+    from graphmem.embed import HashEmbedder
+    from graphmem.retrieve.candidates import eligible_mask, fulltext_candidates, fulltext_terms
+    from graphmem.store import KuzuGraphStore
+
+    specs = generate(n)
+    vectors = np.random.default_rng(0).normal(size=(n, HashEmbedder().dim)).astype(np.float32)
+    path = workdir / f"lexical_{n}.kuzu"
+    build_s = build(path, specs, vectors, HashEmbedder())
+    t = time.perf_counter()
+    store = KuzuGraphStore(path, dim=HashEmbedder().dim, embedder_name=HashEmbedder().name)
+    open_s = time.perf_counter() - t
+    s = Settings()
+    out: dict[str, list[float]] = {"kuzu_capped": [], "mirror_capped": [], "kuzu_all": [], "mirror_all": []}
+    try:
+        catalog = store.learning_catalog
+        rng = np.random.default_rng(0)
+        now = time.time()
+
+        def old(q: str, user: str, mask: np.ndarray, cap: int) -> list[tuple[int, float]]:
+            terms = [t for t in dict.fromkeys(q.split()) if catalog.lexical.doc_freq(t) > 0]
+            if cap:
+                terms = fulltext_terms(catalog, q, cap)  # global df, as the old code did
+            rows, hits = catalog.vectors.rows, []
+            for ident, score in store.fulltext_learnings(" ".join(terms), 200) if terms else []:
+                row = rows.get(ident)
+                if row is not None and mask[row]:
+                    hits.append((row, score))
+            return hits[:50]
+
+        for i, (q, user) in enumerate(qs):
+            users = np.fromiter((u == user for u in catalog.user), dtype=bool, count=len(catalog))
+            mask = eligible_mask(catalog, users, now, rng)
+            for cap, tag in ((s.fulltext_max_postings, "capped"), (0, "all")):
+                if i < 5:  # warm-up
+                    old(q, user, mask, cap)
+                    fulltext_candidates(catalog, q, user, mask, 50, cap, s)
+                    continue
+                out[f"kuzu_{tag}"].append(timed(lambda q=q, u=user, m=mask, c=cap: old(q, u, m, c)))
+                out[f"mirror_{tag}"].append(timed(lambda q=q, u=user, m=mask, c=cap: fulltext_candidates(catalog, q, u, m, 50, c, s)))
+    finally:
+        store.close()
+    res: dict[str, Any] = {"size": n, "candidate": "kuzu-vs-mirror (context full-text stage)",
+                           "build_file_s": round(build_s, 1), "open_s": round(open_s, 2)}
+    for key, vals in out.items():
+        res[f"{key}_p50_ms"] = pct(vals, 50)
+        res[f"{key}_p95_ms"] = pct(vals, 95)
+    return res
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the benchmark from the command line."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -201,25 +263,41 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--short", action="store_true", help="keep the first three terms of each query (2-3 word queries)")
     ap.add_argument("--save", action="store_true", help="write benchmarks/results/lexical.json (tracked)")
     ap.add_argument("--json-out", type=Path, default=None)
+    ap.add_argument("--kuzu", action="store_true", help="also time Kùzu's FTS against the mirror on a real file (interleaved)")
     args = ap.parse_args(argv)
     out = args.json_out or (RESULTS / "lexical.json" if args.save else RESULTS / "local" / "lexical.json")
     qs = query_set(args.queries, args.short)
     terms = [len(q.split()) for q, _ in qs]
     results: list[dict[str, Any]] = []
+    kuzu: list[dict[str, Any]] = []
     for n in args.sizes:
         texts, users, shared = corpus(n)
         for name in args.only:
             r = {"size": n, "candidate": name, **CANDIDATES[name](texts, users, shared, qs, args.inserts)}
             results.append(r)
             print(json.dumps(r), flush=True)
+        if args.kuzu:
+            import shutil
+            import tempfile
+
+            workdir = Path(tempfile.mkdtemp(prefix="graphmem-lexical-"))
+            try:
+                kuzu.append(bench_kuzu_vs_mirror(n, qs, workdir))
+                print(json.dumps(kuzu[-1]), flush=True)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
     payload = {"cpu_count": os.cpu_count(), "k": K, "queries": len(qs), "query_terms_mean": round(statistics.fmean(terms), 2),
-               "short": args.short, "results": results}
+               "short": args.short, "results": results, "kuzu_vs_mirror": kuzu}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"{'size':>7} {'candidate':<9} {'build s':>8} {'insert ms':>9} {'update ms':>9} {'q p50 ms':>8} {'q p95 ms':>8}  per-user")
     for r in results:
         print(f"{r['size']:>7} {r['candidate']:<9} {r['build_s']:>8} {r['insert_p50_ms']:>9} {r['update_p50_ms']:>9} "
               f"{r['query_p50_ms']:>8} {r['query_p95_ms']:>8}  {r['per_user_stats']}")
+    for r in kuzu:
+        print(f"{r['size']:>7} context full-text stage p50/p95 ms: Kùzu FTS {r['kuzu_capped_p50_ms']}/{r['kuzu_capped_p95_ms']} "
+              f"vs mirror {r['mirror_capped_p50_ms']}/{r['mirror_capped_p95_ms']} (posting cap); all terms: Kùzu "
+              f"{r['kuzu_all_p50_ms']}/{r['kuzu_all_p95_ms']} vs mirror {r['mirror_all_p50_ms']}/{r['mirror_all_p95_ms']}")
     print(f"wrote {out}")
     return payload
 
