@@ -14,8 +14,8 @@ k=25)``; hits map back to ``dia_id`` through their metadata.
 Metric: Recall@k of evidence turns, averaged over the questions that have evidence, overall and
 per category, with the original evidence and with the corrected evidence of the LoCoMo audit
 (``locomo_audit_errors.json``: where an item gives ``correct_evidence``, it replaces the cited
-one). In the same run, over the same turns: **cosine** (MiniLM cosine alone), **bm25** (Kùzu's
-full-text index alone, BM25 over graphmem's normalised text), and an ablation that switches off
+one). In the same run, over the same turns: **cosine** (MiniLM cosine alone), **bm25** (the event
+lexical mirror alone, BM25 over graphmem's normalised text), and an ablation that switches off
 one signal of the full ranking at a time. Only ``Memory.settings`` changes between the runs.
 """
 

@@ -93,6 +93,8 @@ class Settings(BaseModel):
     vector_only_min_similarity: float = 0.2
     mmr_lambda: float = 0.7
     fulltext_max_postings: int = 2000  # rarest query terms up to this many postings (0: all)
+    bm25_k1: float = 1.2  # BM25 term-frequency saturation of the in-memory lexical index (Kùzu's FTS default)
+    bm25_b: float = 0.75  # BM25 document-length normalisation (Kùzu's FTS default)
     defer_application_writes: bool = True  # write each context's Application off the caller's path
     # torch threads of the bundled MiniLM embedder: 1 for a single query keeps context() steady on
     # a busy machine (torch's worker threads stall under CPU contention); 0 = torch's default

@@ -3,7 +3,7 @@
 - :func:`eligible_mask`: vectorised filters over the catalog's columns (user, status with
   canary sampling, tier, superseded, TTL).
 - :func:`vector_candidates`: exact cosine over the catalog's unit-vector matrix.
-- :func:`fulltext_candidates`: BM25 through Kùzu's full-text index.
+- :func:`fulltext_candidates`: BM25 over the catalog's in-memory lexical index (per-user statistics).
 - :func:`graph_candidates`: one hop from the query's tool/entities/topics/objective type, then a
   capped, decayed second hop through RELATED entity/topic neighbours.
 - :class:`NameIndex`: links entity and topic names written in the query text to graph nodes.
@@ -97,17 +97,19 @@ def vector_candidates(
     return [int(r) for r in top], sims
 
 
-def fulltext_terms(catalog: LearningCatalog, normalised: str, max_postings: int) -> list[str]:
-    """The query terms worth sending to the full-text index, rarest first.
+def fulltext_terms(catalog: LearningCatalog, normalised: str, max_postings: int, user: str | None = None) -> list[str]:
+    """The query terms the full-text signal uses, rarest first.
 
-    Kùzu's BM25 costs about 6 µs per posting (measured here: a term found in 2 % of 100k
-    learnings takes 11 ms, a very common one 24 ms), so terms are kept rarest-first while their
-    summed document frequency stays within ``max_postings`` (0: no limit). Terms no learning
-    contains are dropped (they cannot match). Common terms carry little BM25 weight anyway and
-    stay covered by the vector signal.
+    Terms no learning ``user`` can see contains are dropped (they cannot match). Terms are kept
+    rarest-first while their summed document frequency (over ``user``'s own plus shared
+    learnings, so other users' volume does not change the choice) stays within
+    ``max_postings`` (0: no limit): a query made only of very common words then returns no
+    full-text candidates and is left to the vector and graph signals, as with Kùzu's index,
+    where the cap bounded the cost (about 6 µs per posting).
     """
-    df = catalog.term_df
-    terms = [t for t in dict.fromkeys(normalised.split()) if df.get(t, 0) > 0]
+    lexical = catalog.lexical
+    df = {t: lexical.doc_freq(t, user) for t in dict.fromkeys(normalised.split())}
+    terms = [t for t, f in df.items() if f > 0]
     if max_postings <= 0:
         return terms
     kept, total = [], 0
@@ -120,30 +122,25 @@ def fulltext_terms(catalog: LearningCatalog, normalised: str, max_postings: int)
 
 
 def fulltext_candidates(
-    store: RetrievalStore,
     catalog: LearningCatalog,
     query: str,
+    user: str,
     mask: np.ndarray,
     n: int,
     max_postings: int = 0,
+    settings: Settings | None = None,
 ) -> list[tuple[int, float]]:
     """Eligible rows matching the query's words (BM25), best first: (row, bm25 score).
 
-    Asks the index for 4×n hits so that filtering out other users' rows rarely starves the list;
-    sends only the terms :func:`fulltext_terms` keeps.
+    Runs over the catalog's in-memory lexical index (graphmem/store/lexical.py) with ``user``'s
+    term statistics (own plus shared learnings), never Kùzu's FTS index; uses only the terms
+    :func:`fulltext_terms` keeps; ``settings`` gives BM25's k1 and b.
     """
-    terms = fulltext_terms(catalog, search_text(query), max_postings)
+    terms = fulltext_terms(catalog, search_text(query), max_postings, user)
     if not terms or n <= 0:
         return []
-    rows = catalog.vectors.rows
-    out: list[tuple[int, float]] = []
-    for ident, score in store.fulltext_learnings(" ".join(terms), 4 * n):
-        row = rows.get(ident)
-        if row is not None and mask[row]:
-            out.append((row, score))
-            if len(out) >= n:
-                break
-    return out
+    s = settings or Settings()
+    return catalog.lexical.search(terms, user, n, mask, k1=s.bm25_k1, b=s.bm25_b)
 
 
 @dataclass

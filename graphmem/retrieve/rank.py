@@ -98,7 +98,7 @@ class Retriever:
                         linked.add((kind, name))
         lap("link")
         n = s.candidates_per_source
-        ft = fulltext_candidates(store, catalog, query, mask, n, s.fulltext_max_postings) if query.strip() else []
+        ft = fulltext_candidates(catalog, query, user, mask, n, s.fulltext_max_postings, s) if query.strip() else []
         lap("fulltext")
         if callable(query_vector):
             query_vector = query_vector()

@@ -4,7 +4,8 @@ The events ranking is hybrid, over the calling user's events only:
 
 1. **vector**: exact cosine of the query embedding to every one of the user's events (the
    in-memory event catalog, masked by user: no index, no approximation);
-2. **fulltext**: BM25 through Kùzu's ``event_fts`` index on the normalised ``search_text``;
+2. **fulltext**: BM25 over the normalised ``search_text`` of the user's events, from the event
+   catalog's in-memory lexical index (statistics over that user's events only);
 3. **graph**: events that ``MENTIONS`` an entity the caller passed or the query names (matched
    against the Entity nodes the user's events link to), events that ``USED_TOOL`` the tool;
 4. **session neighbours**: conversations spread an answer over adjacent turns, so every event
@@ -163,8 +164,9 @@ class EventSearch:
         norm = float(np.linalg.norm(q))
         dense = store.event_catalog.vectors.matrix[layout.rows] @ (q / norm if norm else q)
         bm25 = np.zeros(n)
-        for ident, score in store.event_fulltext(self.user, query, limit=s.search_candidates):
-            p = pos.get(ident)
+        catalog = store.event_catalog  # in-memory BM25 over the user's own events (not Kùzu's FTS)
+        for row, score in catalog.lexical.search(query, self.user, s.search_candidates, k1=s.bm25_k1, b=s.bm25_b):
+            p = pos.get(catalog.vectors.ids[row])
             if p is not None:
                 bm25[p] = score
         temporal = _time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)

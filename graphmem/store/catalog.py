@@ -9,7 +9,6 @@ results returned. The store rebuilds the catalogs when it opens a file.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +17,7 @@ import numpy as np
 
 from graphmem.models import STATUSES, TIERS, Learning
 from graphmem.store.anchors import Anchor, AnchorIndex, anchors_of, owner_bucket
+from graphmem.store.lexical import LexicalIndex
 from graphmem.store.text import search_text
 
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
@@ -161,7 +161,7 @@ class LearningCatalog:
     def __init__(self, dim: int) -> None:
         self.vectors = VectorMatrix(dim)
         self.anchors = AnchorIndex()
-        self.term_df: Counter[str] = Counter()  # search_text term -> learnings containing it
+        self.lexical = LexicalIndex()  # BM25 over search_text, rows = matrix rows, per-user statistics
         self.user: list[str] = []
         self.tool: list[str | None] = []
         self.generation = 0  # bumped whenever rows are added, removed or change owner
@@ -213,8 +213,6 @@ class LearningCatalog:
     def upsert(self, learning: Learning, embedding: np.ndarray | None, content_key: str) -> None:
         """Add or refresh one learning; ``embedding`` None keeps the current vector."""
         known = learning.id in self.vectors.rows
-        if not known:
-            self.term_df.update(set(search_text(learning.content, learning.recommendation, learning.applies_when).split()))
         if embedding is None and not known:
             raise ValueError(f"learning {learning.id} is new to the catalog and needs an embedding")
         row = self.vectors.put(learning.id, embedding) if embedding is not None else self.vectors.rows[learning.id]
@@ -234,6 +232,8 @@ class LearningCatalog:
         )
         for name, value in self._values(learning, content_key).items():
             self.cols[name][row] = value
+        text = search_text(learning.content, learning.recommendation, learning.applies_when)
+        self.lexical.add(row, learning.user_id, learning.shared, text)
         old_key = self._key_of.get(learning.id)
         if old_key is not None and self.keys.get(old_key) == learning.id:
             del self.keys[old_key]
@@ -249,6 +249,8 @@ class LearningCatalog:
         row, last = moved
         self.generation += 1
         self.anchors.move(last, row)
+        self.lexical.remove(row)
+        self.lexical.move(last, row)
         if row != last:
             self.user[row] = self.user[last]
             self.tool[row] = self.tool[last]
@@ -277,11 +279,8 @@ class LearningCatalog:
     ) -> None:
         """Rebuild from scratch out of column arrays (used on open; no per-row models)."""
         self.vectors.bulk_load(ids, vectors)
-        self.term_df = Counter()
-        for text in search_texts or ():
-            if text:
-                self.term_df.update(set(text.split()))
-        shared = columns["shared"]
+        shared = np.asarray(columns["shared"], dtype=np.float64) > 0
+        self.lexical.load(search_texts if search_texts is not None else [None] * len(ids), users, shared.tolist())
         owners = [owner_bucket(u, bool(shared[i])) for i, u in enumerate(users)]
         self.anchors.load(anchors if anchors is not None else [() for _ in ids], owners)
         self.user, self.tool = list(users), list(tools)
@@ -297,22 +296,25 @@ class LearningCatalog:
 
 
 class EventCatalog:
-    """Events' embeddings and owners, for episodic search."""
+    """Events' embeddings, owners and lexical index (per user), for episodic search."""
 
     def __init__(self, dim: int) -> None:
         self.vectors = VectorMatrix(dim)
         self.user: list[str] = []
+        self.lexical = LexicalIndex()  # BM25 over search_text, rows = matrix rows, per user
 
     def __len__(self) -> int:
         return len(self.vectors)
 
-    def add(self, event_id: str, user_id: str, embedding: np.ndarray) -> None:
-        """Add one event."""
+    def add(self, event_id: str, user_id: str, embedding: np.ndarray, text: str | None = None) -> None:
+        """Add one event (``text``: its normalised search_text)."""
         row = self.vectors.put(event_id, embedding)
         if row == len(self.user):
             self.user.append(user_id)
+        self.lexical.add(row, user_id, False, text or "")
 
-    def load(self, ids: list[str], users: list[str], vectors: np.ndarray) -> None:
+    def load(self, ids: list[str], users: list[str], vectors: np.ndarray, texts: list[str | None] | None = None) -> None:
         """Rebuild from scratch."""
         self.vectors.bulk_load(ids, vectors)
         self.user = list(users)
+        self.lexical.load(texts if texts is not None else [None] * len(ids), users, [False] * len(ids))

@@ -72,7 +72,7 @@ class EventStore(KuzuBase):
                     "WITH n MATCH (e:Event {id: $id}) MERGE (e)-[:MENTIONS]->(n)",
                     {"id": event.id, "name": name, "ts": params["created_at"]},
                 )
-            self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, embedding))
+            self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, embedding, params["search_text"]))
 
     def get_event(self, event_id: str) -> Event:
         """One event by id; NotFoundError if there is none."""
@@ -127,7 +127,9 @@ class EventStore(KuzuBase):
 
     def load_event_catalog(self) -> None:
         """Rebuild the in-memory event catalog from the database."""
-        result = self.execute_read("MATCH (e:Event) RETURN e.id AS id, e.user_id AS user_id, e.embedding AS embedding")
+        result = self.execute_read(
+            "MATCH (e:Event) RETURN e.id AS id, e.user_id AS user_id, e.embedding AS embedding, e.search_text AS search_text"
+        )
         if isinstance(result, list):
             result = result[-1]
         table = result.get_as_arrow(chunk_size=1_000_000)
@@ -140,6 +142,7 @@ class EventStore(KuzuBase):
             table.column("id").to_pylist(),
             table.column("user_id").to_pylist(),
             np.asarray(emb, dtype=np.float32).reshape(n, self.dim),
+            table.column("search_text").to_pylist(),
         )
 
     # --- objectives ---------------------------------------------------------------------

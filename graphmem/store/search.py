@@ -3,8 +3,8 @@
 The ranking itself lives in :mod:`graphmem.retrieve.search`; this mixin only answers the
 questions it asks of the graph, always filtered by the calling user:
 
-- :meth:`SearchStore.event_fulltext`: BM25 over ``Event.search_text`` via the ``event_fts``
-  index (query text normalised with :func:`graphmem.store.text.search_text`, as indexed);
+- :meth:`SearchStore.event_fulltext`: BM25 over ``Event.search_text`` via Kùzu's ``event_fts``
+  index, for analysts (``Memory.search`` ranks with the event catalog's in-memory lexical mirror);
 - :meth:`SearchStore.events_mentioning`: events linked by ``MENTIONS`` to the given entities;
 - :meth:`SearchStore.event_layout`: the user's events in conversation order (session, time,
   insertion order) with their catalog rows, cached until the event catalog changes: the
@@ -89,7 +89,8 @@ class SearchStore(KuzuBase):
         return cache
 
     def event_fulltext(self, user_id: str, text: str, *, limit: int) -> list[tuple[str, float]]:
-        """BM25 hits ``(event id, score)`` of the user's events for ``text``, best first."""
+        """BM25 hits ``(event id, score)`` of the user's events for ``text`` through Kùzu's FTS
+        index, best first (global statistics; not used by ``Memory.search``)."""
         query = search_text(text)
         if not query or limit <= 0:
             return []
