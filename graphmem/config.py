@@ -167,3 +167,12 @@ class Settings(BaseModel):
     # --- input limits --------------------------------------------------------------------
     max_content_chars: int = 20_000
     max_query_chars: int = 4_000
+
+    # --- the server (`graphmem serve`): one owner process serves every other -------------
+    server_max_body_bytes: int = 1_000_000  # larger request bodies get 413
+    server_write_queue: int = 64  # writes admitted at once (running + waiting); more get 503 + Retry-After
+    server_retry_after_s: int = 1  # the Retry-After a 503 carries
+    cypher_timeout_ms: int = 5_000  # an analyst's read-only Cypher through the server is interrupted after this
+    cypher_max_rows: int = 10_000  # ... and returns at most this many rows (``truncated`` says so)
+    server_refresh_interval_s: float = 5.0  # background refresher: check summaries' staleness this often (0: off)
+    server_cycle_interval_s: float = 86_400.0  # run_cycle for every user this often (0: off)

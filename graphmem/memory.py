@@ -426,9 +426,12 @@ class Memory(LearningsAPI, RetrievalAPI):
         return export.export_graphml(self, path)
 
     # --- analysts ------------------------------------------------------------------------------
-    def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False) -> list[dict[str, Any]]:
-        """Run Cypher over the graph; rows as dicts. Read-only unless ``write=True``."""
-        rows = self.store.cypher(query, params, write=write)
+    def cypher(
+        self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False, timeout_ms: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Run Cypher over the graph; rows as dicts. Read-only unless ``write=True``; a read-only
+        query running longer than ``timeout_ms`` is stopped (CypherError)."""
+        rows = self.store.cypher(query, params, write=write, timeout_ms=timeout_ms)
         if write:
             self.store.reload_catalogs()  # a raw write may have changed learnings behind our back
         return rows
