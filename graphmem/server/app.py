@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -40,9 +40,9 @@ import graphmem
 from graphmem import errors as E
 from graphmem.config import Settings
 from graphmem.embed import Embedder, HashEmbedder
-from graphmem.server.auth import KeyStore
+from graphmem.server.auth import KeyStore, Principal
 from graphmem.server.core import BusyError, Owner
-from graphmem.server.deps import ApiError
+from graphmem.server.deps import ApiError, principal
 from graphmem.server.metrics import CONTENT_TYPE
 
 log = logging.getLogger("graphmem.server")
@@ -116,6 +116,12 @@ def create_app(
 
     for module in (routes_memory, routes_retrieval, routes_admin, routes_seed):
         app.include_router(module.router)
+    app.include_router(routes_seed.v1)
+
+    @app.get("/v1/whoami", tags=["operations"])
+    def whoami(who: Principal = Depends(principal)) -> dict[str, Any]:
+        """The key's user, role and (analysts) the users it may read."""
+        return {"user": who.user, "role": who.role, "users": list(who.users), "key_id": who.key_id}
 
     @app.get("/healthz", tags=["operations"])
     def healthz() -> dict[str, Any]:

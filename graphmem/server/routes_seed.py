@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
+from graphmem.learn.judges import TraceResult, TrainReport
 from graphmem.memory import Memory
 from graphmem.models import Learning
 from graphmem.server import schemas as s
@@ -71,3 +72,21 @@ def seed_context(body: s.SeedContextRequest, mem: Memory = Depends(writer)) -> R
         "bullet_ids": [l.id for l in bullets],
         "context_id": ctx.id,
     })
+
+
+v1 = APIRouter(prefix="/v1", tags=["judges and reflector"])
+
+
+@v1.post("/trace", response_model=TraceResult)
+def trace_v1(body: s.TraceRequest, request: Request, mem: Memory = Depends(writer)) -> Response:
+    """``Memory.trace``: judge one output, store the trace, learn from failures (TraceResult)."""
+    return json_out(write(request, lambda: mem.trace(
+        body.input_text, body.output, node=body.node, ground_truth=body.ground_truth, reasoning=body.reasoning,
+        mode=body.mode)))
+
+
+@v1.post("/train", response_model=TrainReport)
+def train_v1(body: s.TrainRequest, request: Request, mem: Memory = Depends(writer)) -> Response:
+    """``Memory.train``: offline mode over a dataset (TrainReport)."""
+    examples = [e.model_dump(exclude_none=True) for e in body.dataset]
+    return json_out(write(request, lambda: mem.train(examples, node=body.node)))
