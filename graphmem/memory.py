@@ -23,7 +23,7 @@ import numpy as np
 
 from graphmem.config import Settings
 from graphmem.embed import Embedder, HashEmbedder, default_embedder
-from graphmem.errors import InvalidInputError
+from graphmem.errors import InvalidInputError, NotFoundError
 from graphmem.export import ExportReport
 from graphmem.inputs import (
     json_object,
@@ -183,8 +183,8 @@ class Memory(LearningsAPI, RetrievalAPI):
             outbound = kind in ("tool_call", "tool_result") or (role or "").lower() in _OUTBOUND_ROLES
             direction = "outbound" if outbound else "inbound"
         require_choice("direction", direction, ("inbound", "outbound"))
-        if objective_id is not None:
-            self.store.get_objective(objective_id)  # NotFoundError with the fix
+        if objective_id is not None and self.store.get_objective(objective_id).user_id != self.user:
+            raise NotFoundError(f"no objective with id {objective_id!r} for user {self.user!r}")
         when = created_at or self.now()
         if when.tzinfo is None:
             raise InvalidInputError("created_at must be timezone-aware (e.g. datetime(..., tzinfo=timezone.utc))")

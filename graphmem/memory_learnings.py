@@ -168,8 +168,10 @@ class LearningsAPI:
         elif isinstance(ttl_days, bool) or not isinstance(ttl_days, int) or ttl_days <= 0:
             raise InvalidInputError(f"ttl_days must be a whole number of days > 0 (or None), got {ttl_days!r}")
         when = (created_at or self.now()).astimezone(UTC)
-        if objective_id is not None:
-            self.store.get_objective(objective_id)
+        if objective_id is not None and self.store.get_objective(objective_id).user_id != self.user:
+            raise NotFoundError(f"no objective with id {objective_id!r} for user {self.user!r}")
+        if source_event_id is not None and self.store.get_event(source_event_id).user_id != self.user:
+            raise NotFoundError(f"no event with id {source_event_id!r} for user {self.user!r}")
         learning = Learning(
             user_id=self.user,
             shared=bool(shared),
