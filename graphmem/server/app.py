@@ -161,6 +161,12 @@ def _install_errors(app: FastAPI) -> None:
             log.error("graphmem server: %s on %s: %s", type(exc).__name__, request.url.path, exc)
         return JSONResponse(error_body(type(exc).__name__, str(exc)), status_code=status)
 
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("graphmem server: unexpected error on %s %s", request.method, request.url.path)
+        return JSONResponse(error_body("InternalError", f"the server failed: {type(exc).__name__}: {exc}; "
+                                       "nothing was acknowledged, retry or report it"), status_code=500)
+
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         fields = []

@@ -69,6 +69,52 @@ class WriteGate:
             self._sem.release()
 
 
+class ReadWriteLock:
+    """Many readers or one writer; a waiting writer holds back new readers (no writer starvation).
+
+    A stopgap while the store's in-memory catalogs are not yet safe to read during a commit:
+    the owner's reads wait for a running write and the other way round. Kùzu itself would allow
+    reads beside the writer; drop this (``Owner(isolate_reads=False)``) once the store is.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer = False
+        self._waiting_writers = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        """Hold the lock shared."""
+        with self._cond:
+            while self._writer or self._waiting_writers:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """Hold the lock exclusively."""
+        with self._cond:
+            self._waiting_writers += 1
+            while self._writer or self._readers:
+                self._cond.wait()
+            self._waiting_writers -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
 class Owner:
     """The process that owns the database file and serves every other."""
 
@@ -81,12 +127,16 @@ class Owner:
         llm: Any = None,
         settings: Settings | None = None,
         background: bool = True,
+        isolate_reads: bool = True,
     ) -> None:
-        self.settings = settings or Settings()
+        # Application records are written inline: deferred ones race with concurrent outcomes in the
+        # store today (a reader can miss a write another thread is flushing); see README.
+        self.settings = (settings or Settings()).model_copy(update={"defer_application_writes": False})
         self.keys = keys
         self.root = Memory(db, user="graphmem-server", embedder=embedder, llm=llm, settings=self.settings)
         self._users: dict[str, Memory] = {}
         self._users_lock = threading.Lock()
+        self.rw = ReadWriteLock() if isolate_reads else None
         self.gate = WriteGate(self.settings.server_write_queue, self.settings.server_retry_after_s)
         self.metrics = Metrics(self)
         self.last_refresh: float | None = None
@@ -113,6 +163,25 @@ class Owner:
         with self._users_lock:
             users |= set(self._users)
         return sorted(users)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Around a read: shared with other reads, never beside a write (see ReadWriteLock)."""
+        if self.rw is None:
+            yield
+        else:
+            with self.rw.read():
+                yield
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around a write: admitted through the bounded gate (BusyError when full), then exclusive."""
+        with self.gate.admit():
+            if self.rw is None:
+                yield
+            else:
+                with self.rw.write():
+                    yield
 
     # --- background work ------------------------------------------------------------------------
     def start(self) -> None:
@@ -147,7 +216,7 @@ class Owner:
 
     def refresh_all(self, force: bool = False) -> list[Any]:
         """Refresh every user's due summaries (the background refresher's pass)."""
-        with self.gate.admit():
+        with self.writing():
             done = self.root.refresh_summaries(force=force, all_users=True)
         self.last_refresh = time.time()
         self.metrics.summaries_refreshed.inc(len(done))
@@ -157,7 +226,7 @@ class Owner:
         """run_cycle for every known user; returns the reports by user."""
         reports = {}
         for user in self.known_users():
-            with self.gate.admit():
+            with self.writing():
                 reports[user] = self.memory(user).run_cycle()
         self.last_cycle = time.time()
         self.metrics.cycles.inc()

@@ -83,7 +83,13 @@ def admin(who: Principal = Depends(principal)) -> Principal:
 
 def write(request: Request, fn: Callable[[], T]) -> T:
     """Run a write through the owner's bounded write gate (503 + Retry-After when it is full)."""
-    with owner_of(request).gate.admit():
+    with owner_of(request).writing():
+        return fn()
+
+
+def read(request: Request, fn: Callable[[], T]) -> T:
+    """Run a read (concurrently with other reads)."""
+    with owner_of(request).reading():
         return fn()
 
 

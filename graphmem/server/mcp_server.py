@@ -57,10 +57,10 @@ def build_mcp(*, owner: Owner | None = None, memory: Memory | None = None) -> MC
             raise ToolError(f"this {who.role} key is read-only; this tool writes: use an agent key")
 
         def call() -> Any:
-            if owner is not None and writes:
-                with owner.gate.admit():
-                    return fn(mem, who)
-            return fn(mem, who)
+            if owner is None:
+                return fn(mem, who)
+            with owner.writing() if writes else owner.reading():
+                return fn(mem, who)
 
         try:
             return await anyio.to_thread.run_sync(call)

@@ -17,7 +17,7 @@ from graphmem.memory import Memory
 from graphmem.promote import PromoteReport, SweepReport
 from graphmem.server import schemas as s
 from graphmem.server.auth import Principal
-from graphmem.server.deps import ApiError, admin, json_out, owner_of, principal, reader, write, writer
+from graphmem.server.deps import ApiError, admin, json_out, owner_of, principal, read, reader, write, writer
 
 router = APIRouter(prefix="/v1", tags=["analysts and operators"])
 _ROW = TypeAdapter(dict[str, Any])
@@ -38,7 +38,8 @@ def cypher(body: s.CypherRequest, request: Request, who: Principal = Depends(pri
     owner = owner_of(request)
     settings = owner.settings
     try:
-        rows = owner.memory(who.user).cypher(body.query, body.params or None, timeout_ms=settings.cypher_timeout_ms)
+        mem = owner.memory(who.user)
+        rows = read(request, lambda: mem.cypher(body.query, body.params or None, timeout_ms=settings.cypher_timeout_ms))
     except CypherError as e:
         if "writes to the graph" in str(e):
             raise CypherError("this query writes to the graph; the server runs Cypher read-only (MATCH ... RETURN): "
@@ -58,21 +59,23 @@ def cypher(body: s.CypherRequest, request: Request, who: Principal = Depends(pri
 
 
 @router.get("/insights", response_model=Insights)
-def insights(timeline: int = 50, mem: Memory = Depends(reader)) -> Response:
+def insights(request: Request, timeline: int = 50, mem: Memory = Depends(reader)) -> Response:
     """Acceptance, pass/fallback/retry rates, per-learning standing, latest transitions (``?user=`` for analysts)."""
-    return json_out(mem.insights(timeline=timeline))
+    return json_out(read(request, lambda: mem.insights(timeline=timeline)))
 
 
 @router.get("/stats", response_model=dict[str, int])
-def stats(mem: Memory = Depends(reader)) -> Response:
+def stats(request: Request, mem: Memory = Depends(reader)) -> Response:
     """Node counts per table and edge counts per type (the whole graph)."""
-    return json_out(mem.stats())
+    return json_out(read(request, mem.stats))
 
 
 @router.get("/training-pairs")
-def training_pairs(min_confidence: float = 0.0, feedback: str = "any", mem: Memory = Depends(reader)) -> Response:
+def training_pairs(
+    request: Request, min_confidence: float = 0.0, feedback: str = "any", mem: Memory = Depends(reader)
+) -> Response:
     """Your successful episodes as chat-format training records."""
-    return json_out(mem.training_pairs(min_confidence=min_confidence, feedback=feedback))
+    return json_out(read(request, lambda: mem.training_pairs(min_confidence=min_confidence, feedback=feedback)))
 
 
 @router.post("/cycle", response_model=CycleReport)
@@ -96,13 +99,16 @@ def sweep(body: s.SweepRequest, request: Request, _: Principal = Depends(admin),
 
 
 @router.post("/export", response_model=ExportReport)
-def export(body: s.ExportRequest, _: Principal = Depends(admin), mem: Memory = Depends(writer)) -> Response:
+def export(
+    body: s.ExportRequest, request: Request, _: Principal = Depends(admin), mem: Memory = Depends(writer)
+) -> Response:
     """Export to a file on the server's machine (admin): ``jsonl`` training pairs or ``graphml``."""
     if body.format == "graphml":
-        return json_out(mem.export_graphml(body.path))
+        return json_out(read(request, lambda: mem.export_graphml(body.path)))
     if body.format != "jsonl":
         raise ApiError(422, "InvalidInputError", f"unknown format {body.format!r}; use jsonl or graphml")
-    return json_out(mem.export_jsonl(body.path, min_confidence=body.min_confidence, feedback=body.feedback))
+    return json_out(read(request, lambda: mem.export_jsonl(
+        body.path, min_confidence=body.min_confidence, feedback=body.feedback)))
 
 
 @router.post("/judges")

@@ -8,7 +8,7 @@ from fastapi.responses import Response
 from graphmem.memory import Memory
 from graphmem.models import Event, Learning, Objective
 from graphmem.server import schemas as s
-from graphmem.server.deps import json_out, reader, write, writer
+from graphmem.server.deps import json_out, read, reader, write, writer
 
 router = APIRouter(prefix="/v1", tags=["memory"])
 
@@ -30,6 +30,7 @@ def add_learnings(body: s.AddLearnings, request: Request, mem: Memory = Depends(
 
 @router.get("/learnings", response_model=list[Learning])
 def list_learnings(
+    request: Request,
     status: str | None = None,
     tier: str | None = None,
     tool: str | None = None,
@@ -40,14 +41,14 @@ def list_learnings(
     mem: Memory = Depends(reader),
 ) -> Response:
     """Your learnings (and shared ones) matching every filter, newest first."""
-    return json_out(mem.learnings(status=status, tier=tier, tool=tool, topic=topic, entity=entity, kind=kind,
-                                  limit=limit))
+    return json_out(read(request, lambda: mem.learnings(
+        status=status, tier=tier, tool=tool, topic=topic, entity=entity, kind=kind, limit=limit)))
 
 
 @router.get("/learnings/{learning_id}", response_model=Learning)
-def get_learning(learning_id: str, mem: Memory = Depends(reader)) -> Response:
+def get_learning(learning_id: str, request: Request, mem: Memory = Depends(reader)) -> Response:
     """One of your learnings by id (another user's id: 404)."""
-    return json_out(mem.get_learning(learning_id))
+    return json_out(read(request, lambda: mem.get_learning(learning_id)))
 
 
 @router.patch("/learnings/{learning_id}", response_model=Learning)

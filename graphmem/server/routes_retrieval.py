@@ -13,30 +13,30 @@ from graphmem.retrieve import AssembledContext
 from graphmem.retrieve.search import Hit
 from graphmem.server import schemas as s
 from graphmem.server.auth import Principal
-from graphmem.server.deps import ApiError, json_out, owner_of, principal, reader, write, writer
+from graphmem.server.deps import ApiError, json_out, owner_of, principal, read, reader, write, writer
 
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 _CONTEXT = TypeAdapter(AssembledContext)
 
 
 @router.post("/context", response_model=AssembledContext)
-def context(body: s.ContextRequest, mem: Memory = Depends(writer)) -> Response:
+def context(body: s.ContextRequest, request: Request, mem: Memory = Depends(writer)) -> Response:
     """What an agent should see before acting: preferences and ranked learnings (``prompt`` is the
     text to put in its prompt). Recorded as an Application: pass ``id`` to /v1/outcomes."""
-    ctx = mem.context(
+    ctx = read(request, lambda: mem.context(
         body.query, tool=body.tool, entities=body.entities, topics=body.topics,
         objective_type=body.objective_type, limit=body.limit, token_budget=body.token_budget,
-    )
+    ))
     data = _CONTEXT.dump_python(ctx, mode="json")
     data["prompt"] = ctx.to_prompt()
     return json_out(data)
 
 
 @router.post("/search", response_model=list[Hit])
-def search(body: s.SearchRequest, mem: Memory = Depends(reader)) -> Response:
+def search(body: s.SearchRequest, request: Request, mem: Memory = Depends(reader)) -> Response:
     """Search your learnings, events or both (hybrid: vector, full-text, graph)."""
-    return json_out(mem.search(body.query, k=body.k, over=body.over, tool=body.tool, entities=body.entities,
-                               topics=body.topics))
+    return json_out(read(request, lambda: mem.search(
+        body.query, k=body.k, over=body.over, tool=body.tool, entities=body.entities, topics=body.topics)))
 
 
 @router.post("/outcomes", response_model=OutcomeReport)
@@ -47,15 +47,15 @@ def record_outcome(body: s.OutcomeRequest, request: Request, mem: Memory = Depen
 
 
 @router.get("/summaries", response_model=list[Summary])
-def summaries(mem: Memory = Depends(reader)) -> Response:
+def summaries(request: Request, mem: Memory = Depends(reader)) -> Response:
     """All your summaries, by key."""
-    return json_out(mem.summaries())
+    return json_out(read(request, mem.summaries))
 
 
 @router.get("/summaries/{key:path}", response_model=Summary)
-def summary(key: str, mem: Memory = Depends(reader)) -> Response:
+def summary(key: str, request: Request, mem: Memory = Depends(reader)) -> Response:
     """One of your summaries by key (``user_preferences``, ``learning:tool:<name>``...)."""
-    return json_out(mem.summary(key))
+    return json_out(read(request, lambda: mem.summary(key)))
 
 
 @router.post("/summaries/refresh", response_model=list[Summary])

@@ -18,7 +18,7 @@ from graphmem.learn.judges import TraceResult, TrainReport
 from graphmem.memory import Memory
 from graphmem.models import Learning
 from graphmem.server import schemas as s
-from graphmem.server.deps import json_out, write, writer
+from graphmem.server.deps import json_out, read, write, writer
 
 router = APIRouter(prefix="/api/v1", tags=["judges and reflector"])
 
@@ -57,9 +57,9 @@ def train(body: s.TrainRequest, request: Request, mem: Memory = Depends(writer))
 
 
 @router.post("/context")
-def seed_context(body: s.SeedContextRequest, mem: Memory = Depends(writer)) -> Response:
+def seed_context(body: s.SeedContextRequest, request: Request, mem: Memory = Depends(writer)) -> Response:
     """The bullets to put in a node's prompt: ``context.full`` (all) and ``context.online``."""
-    ctx = mem.context(body.input_text, tool=body.node, limit=body.max_bullets_per_evaluator)
+    ctx = read(request, lambda: mem.context(body.input_text, tool=body.node, limit=body.max_bullets_per_evaluator))
     heading = f"{body.node.upper()} Rules:"
     bullets = [item.learning for item in ctx.learnings]
     online = [l for l in bullets if l.source_type == "online"]
