@@ -12,7 +12,7 @@ import os
 
 import typer
 
-from graphmem.cli import app, command, console, make_llm, open_memory, print_json, print_rows, state
+from graphmem.cli import app, command, console, err_console, make_llm, open_memory, print_json, print_rows, state
 from graphmem.errors import GraphmemError, InvalidInputError
 
 keys_app = typer.Typer(help="Create, list and remove the server's API keys (stored hashed).", no_args_is_help=True)
@@ -78,8 +78,9 @@ def keys_add_cmd(
     if json_out:
         print_json({"key": key, **{k: v for k, v in entry.items() if k != "hash"}})
     else:
-        console.print(f"key {entry['id']} for user {user} ({role}) saved to {file}; it is shown only now:", highlight=False)
-        print(key)
+        err_console.print(f"key {entry['id']} for user {user} ({role}) saved to {file}; it is shown only now:",
+                          highlight=False)
+        print(key)  # alone on stdout: KEY=$(graphmem keys add ...)
 
 
 @command("list", target=keys_app)
