@@ -40,7 +40,7 @@ import graphmem
 from graphmem import errors as E
 from graphmem.config import Settings
 from graphmem.embed import Embedder, HashEmbedder
-from graphmem.server.auth import KeyStore, Principal
+from graphmem.server.auth import KeyStore, Principal, bearer_key
 from graphmem.server.core import BusyError, Owner
 from graphmem.server.deps import ApiError, principal
 from graphmem.server.metrics import CONTENT_TYPE
@@ -139,6 +139,8 @@ def create_app(
         http_app = mcp_server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
                                                  json_response=True)
         app.router.routes.extend(http_app.routes)
+    if mcp_server is not None:
+        app.add_middleware(McpAuth, owner=owner)
     app.add_middleware(Instrument, owner=owner)
     app.add_middleware(BodyLimit, limit=owner.settings.server_max_body_bytes)  # outermost
     return app
@@ -231,6 +233,25 @@ class Instrument:
             method = scope.get("method", "")
             self.metrics.requests.labels(endpoint, method, str(status["code"])).inc()
             self.metrics.latency.labels(endpoint, method).observe(time.perf_counter() - start)
+
+
+class McpAuth:
+    """/mcp answers 401 without a valid key, like every /v1 endpoint (the tools then act as its user)."""
+
+    def __init__(self, app: ASGIApp, owner: Owner) -> None:
+        self.app = app
+        self.keys = owner.keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path", "").startswith("/mcp"):
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+            if self.keys.check(bearer_key(headers.get("authorization"), headers.get("x-api-key"))) is None:
+                resp = JSONResponse(error_body("Unauthorized", "no valid API key: send 'Authorization: Bearer <key>' "
+                                               "(create a key with `graphmem keys add`)"), status_code=401,
+                                    headers={"WWW-Authenticate": "Bearer"})
+                await resp(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class BodyLimit:

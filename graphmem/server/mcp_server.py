@@ -51,7 +51,11 @@ def build_mcp(*, owner: Owner | None = None, memory: Memory | None = None) -> MC
     mcp = MCPServer("graphmem", instructions=INSTRUCTIONS, log_level="WARNING")
     settings = (owner.settings if owner is not None else memory.settings)  # type: ignore[union-attr]
 
-    async def run(ctx: Context[Any, Any], fn: Callable[[Memory, Principal], Any], *, writes: bool = False) -> Any:
+    async def run(
+        ctx: Context[Any, Any], fn: Callable[[Memory, Principal], Any], *, writes: bool = False, shared: bool = False
+    ) -> Any:
+        """Call ``fn`` in a worker thread as the caller's user: writes through the owner's write gate
+        (``shared``: a read that records its Application, like the /v1/context endpoint)."""
         mem, who = resolve(ctx)
         if writes and not who.writes:
             raise ToolError(f"this {who.role} key is read-only; this tool writes: use an agent key")
@@ -59,7 +63,7 @@ def build_mcp(*, owner: Owner | None = None, memory: Memory | None = None) -> MC
         def call() -> Any:
             if owner is None:
                 return fn(mem, who)
-            with owner.writing() if writes else owner.reading():
+            with owner.writing() if writes and not shared else owner.reading():
                 return fn(mem, who)
 
         try:
@@ -79,7 +83,7 @@ def build_mcp(*, owner: Owner | None = None, memory: Memory | None = None) -> MC
             c = mem.context(query, tool=tool, entities=entities or (), limit=limit)
             return {"context_id": c.id, "prompt": c.to_prompt(),
                     "learnings": [{"id": i.id, "content": i.learning.content, "reasons": i.reasons} for i in c.learnings]}
-        return dict(await run(ctx, fn, writes=True))
+        return dict(await run(ctx, fn, writes=True, shared=True))
 
     @mcp.tool()
     async def record_outcome(
