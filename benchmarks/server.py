@@ -179,7 +179,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     raise RuntimeError("the server did not start") from None
                 time.sleep(0.2)
         http: list[float] = []
+        fixed: list[float] = []
         with Client(url, api_key=alice_key) as c:
+            for _ in range(len(qs)):  # the fixed cost of one authenticated round trip
+                t = time.perf_counter()
+                c.whoami()
+                fixed.append((time.perf_counter() - t) * 1e3)
             for q in qs[:10]:
                 c.context(q["query"], tool=q["tool"], entities=q["entities"])
             for q in qs:
@@ -187,6 +192,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 c.context(q["query"], tool=q["tool"], entities=q["entities"])
                 http.append((time.perf_counter() - t) * 1e3)
         res["http"] = {"p50_ms": pct(http, 50), "p95_ms": pct(http, 95)}
+        res["round_trip"] = {"p50_ms": pct(fixed, 50), "p95_ms": pct(fixed, 95)}
         res["http_overhead_p50_ms"] = res["http"]["p50_ms"] - res["in_process_inline_application"]["p50_ms"]
         one = load(url, key_list, 1, args.seconds, qs, "context")
         many = load(url, key_list, args.clients, args.seconds, qs, "context")
@@ -224,6 +230,8 @@ def print_table(r: dict[str, Any]) -> None:
          f"{r['in_process_inline_application']['p50_ms']:.1f} / {r['in_process_inline_application']['p95_ms']:.1f}"),
         ("context over HTTP p50 / p95 (ms)", f"{r['http']['p50_ms']:.1f} / {r['http']['p95_ms']:.1f}"),
         ("HTTP overhead at p50 (ms)", f"{r['http_overhead_p50_ms']:.1f}"),
+        ("authenticated round trip (GET /v1/whoami) p50 / p95 (ms)",
+         f"{r['round_trip']['p50_ms']:.1f} / {r['round_trip']['p95_ms']:.1f}"),
         ("contexts/s, 1 client", f"{r['context_1_client']['per_s']:.0f} (p95 {r['context_1_client']['p95_ms']:.1f} ms)"),
         (f"contexts/s, {n} clients", f"{r['context_n_clients']['per_s']:.0f} (p95 {r['context_n_clients']['p95_ms']:.1f} ms, "
                                      f"{r['context_n_clients']['errors']} errors)"),
