@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -268,3 +270,28 @@ def test_mismatched_db_path_fails_fast(tmp_path: Path) -> None:
         from graphmem.server import create_app
 
         create_app(tmp_path / "missing-dir" / "m.kuzu")
+
+
+def test_background_refresher_and_scheduled_cycle(tmp_path: Path) -> None:
+    settings = Settings(summary_refresh="background", server_refresh_interval_s=0.2, server_cycle_interval_s=0.5)
+    with serve_in_thread(tmp_path / "bg.kuzu", settings=settings, mcp=False) as served, \
+            Client(served.url, api_key=served.keys["alice"]) as alice:
+        for text in ("Prefers bullet points in emails", "Prefers mornings for meetings",
+                     "Prefers PDF invoices", "Prefers short replies"):
+            alice.add_learning(text, kind="preference", tool="send_email")
+        deadline = time.monotonic() + 20
+        text = ""
+        while time.monotonic() < deadline:  # no refresh request: the owner's worker does it
+            with contextlib.suppress(NotFoundError):
+                text = alice.summary("user_preferences").text
+            if text:
+                break
+            time.sleep(0.1)
+        assert text, "the background refresher did not refresh user_preferences"
+        while time.monotonic() < deadline and not served.owner.last_cycle:  # type: ignore[union-attr]
+            time.sleep(0.1)
+        metrics = httpx.get(f"{served.url}/metrics").text
+        cycle = next(l for l in metrics.splitlines() if l.startswith("graphmem_last_cycle_timestamp_seconds "))
+        assert float(cycle.split()[1]) > 0
+        assert float(next(l for l in metrics.splitlines() if l.startswith("graphmem_summaries_refreshed_total "))
+                     .split()[1]) >= 1
