@@ -44,6 +44,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Application",
     "AssembledContext",
+    "AsyncClient",
+    "Client",
     "CypherError",
     "DatabaseLockedError",
     "Embedder",
@@ -74,3 +76,12 @@ __all__ = [
     "Transition",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``Client`` and ``AsyncClient`` (graphmem.client) load on first use: httpx is not imported before."""
+    if name in ("Client", "AsyncClient"):
+        from graphmem import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'graphmem' has no attribute {name!r}")

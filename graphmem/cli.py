@@ -45,6 +45,8 @@ class CliState:
     user: str = "default"
     embedder: str = "minilm"
     read_only: bool = False
+    server: str | None = None  # --server URL: talk to `graphmem serve` instead of opening --db
+    api_key: str | None = None
     _memory: Any = field(default=None, repr=False)
 
 
@@ -59,8 +61,11 @@ def _root(
         "minilm", "--embedder", envvar="GRAPHMEM_EMBEDDER", help="minilm (bundled MiniLM) or hash (tests, no torch)."
     ),
     read_only: bool = typer.Option(False, "--read-only", help="Open the file read-only."),
+    server: str = typer.Option(None, "--server", envvar="GRAPHMEM_SERVER", help="Use a `graphmem serve` URL instead of --db."),
+    api_key: str = typer.Option(None, "--api-key", envvar="GRAPHMEM_API_KEY", help="The API key for --server."),
 ) -> None:
     state.db, state.user, state.embedder, state.read_only = db, user, embedder, read_only
+    state.server, state.api_key = server, api_key
 
 
 def open_memory() -> Any:
@@ -69,6 +74,11 @@ def open_memory() -> Any:
     from graphmem.memory import Memory
 
     if state._memory is not None:
+        return state._memory
+    if state.server and not state.db:  # served: same methods as Memory, the user is the key's
+        from graphmem.client import Client
+
+        state._memory = Client(state.server, api_key=state.api_key)
         return state._memory
     if not state.db:
         raise GraphmemError("no database given: pass --db PATH (or set GRAPHMEM_DB)")

@@ -193,6 +193,15 @@ class Settings(BaseModel):
     max_content_chars: int = 20_000
     max_query_chars: int = 4_000
 
+    # --- the server (`graphmem serve`): one owner process serves every other -------------
+    server_max_body_bytes: int = 1_000_000  # larger request bodies get 413
+    server_write_queue: int = 64  # writes admitted at once (running + waiting); more get 503 + Retry-After
+    server_retry_after_s: int = 1  # the Retry-After a 503 carries
+    cypher_timeout_ms: int = 5_000  # an analyst's read-only Cypher through the server is interrupted after this
+    cypher_max_rows: int = 10_000  # ... and returns at most this many rows (``truncated`` says so)
+    server_refresh_interval_s: float = 5.0  # background refresher: check summaries' staleness this often (0: off)
+    server_cycle_interval_s: float = 86_400.0  # run_cycle for every user this often (0: off)
+
     @model_validator(mode="after")
     def _check_ranges(self) -> Settings:
         """Every numeric setting is finite and within its range (see ``SETTING_RANGES``)."""
@@ -267,6 +276,9 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "p5_floor": _UNIT, "p5_drop_alert": _UNIT, "noise_max": _COUNT, "guard_rolling_window": _POSITIVE,
     "max_content_chars": _POSITIVE, "max_query_chars": _POSITIVE,
     "embed_query_threads": _COUNT, "embed_batch_threads": _COUNT,
+    "server_max_body_bytes": _POSITIVE, "server_write_queue": _POSITIVE, "server_retry_after_s": _COUNT,
+    "cypher_timeout_ms": _POSITIVE, "cypher_max_rows": _POSITIVE, "server_refresh_interval_s": _COUNT,
+    "server_cycle_interval_s": _COUNT,
 }
 """The allowed range of every numeric setting; a numeric setting missing here must only be finite
 (tests/test_input_validation.py checks that every numeric setting is listed)."""

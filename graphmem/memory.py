@@ -484,10 +484,13 @@ class Memory(LearningsAPI, RetrievalAPI):
         return export.export_graphml(self, path)
 
     # --- analysts ------------------------------------------------------------------------------
-    def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False) -> list[dict[str, Any]]:
-        """Run Cypher over the graph; rows as dicts. Read-only unless ``write=True``."""
+    def cypher(
+        self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False, timeout_ms: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Run Cypher over the graph; rows as dicts. Read-only unless ``write=True``; a read-only
+        query running longer than ``timeout_ms`` is stopped (CypherError)."""
         write, query = require_bool("write", write), check_string("query", query)
-        rows = self.store.cypher(query, cypher_params(params), write=write)
+        rows = self.store.cypher(query, cypher_params(params), write=write, timeout_ms=timeout_ms)
         if write:
             self.store.reload_catalogs()  # a raw write may have changed learnings behind our back
         return rows

@@ -404,8 +404,27 @@ class KuzuBase:
         except RuntimeError as e:
             raise StoreError(f"write failed: {e}") from e
 
-    def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False) -> list[dict[str, Any]]:
-        """Run an analyst's Cypher; read-only (enforced by a read-only transaction) unless write."""
+    def cypher(
+        self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False, timeout_ms: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Run an analyst's Cypher; read-only (enforced by a read-only transaction) unless write.
+
+        ``timeout_ms`` interrupts a read-only query that runs longer (CypherError says so)."""
+        if timeout_ms and not write:
+            conn = self._conn()
+            if conn is not self._conn_main:
+                conn.set_query_timeout(int(timeout_ms))
+                try:
+                    return self.cypher(query, params)
+                except CypherError as e:
+                    if "interrupt" in str(e).lower() or "timeout" in str(e).lower():
+                        raise CypherError(
+                            f"the query ran longer than {timeout_ms} ms and was stopped; narrow it "
+                            "(a WHERE, a LIMIT) or ask for a higher Settings.cypher_timeout_ms"
+                        ) from e
+                    raise
+                finally:
+                    conn.set_query_timeout(0)
         if not query or not query.strip():
             raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
         if self._deferred:

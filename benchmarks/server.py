@@ -1,0 +1,250 @@
+"""The cost of serving: ``graphmem serve`` over HTTP against the same memory in-process.
+
+    python -m benchmarks.server [--size 10000] [--queries 200] [--seconds 8] [--clients 8]
+                                [--embedder hash|minilm] [--json-out benchmarks/results/server.json]
+
+It builds a file of ``--size`` learnings over five users (the generator of benchmarks/scale.py),
+then, in one run:
+
+1. in-process: ``Memory.context()`` p50/p95 over ``--queries`` queries, with the default Settings
+   and with the server's (Application written inline);
+2. starts ``graphmem serve`` on the file as a subprocess (one owner) and measures ``Client.context()``
+   p50/p95 over HTTP for the same queries (one client, sequential);
+3. throughput of contexts for ``--seconds`` with one client, then with ``--clients`` concurrent
+   clients (threads, one Client each, one user each): requests/s, p50/p95, errors, and the ratio;
+4. adds/s with ``--clients`` concurrent clients (every client told "committed" is counted), and that
+   every acknowledged learning is there afterwards;
+5. the server's resident memory (VmRSS) at the end.
+
+The machine may be shared and busy: figures are indicative, rerun on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import scale
+
+RESULTS = Path(__file__).resolve().parent / "results"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-th percentile (nearest rank) of ``values`` (ms)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def in_process(db: Path, qs: list[dict[str, Any]], embedder: Any, user: str, inline: bool) -> list[float]:
+    """context() latencies (ms) in this process."""
+    from graphmem import Memory, Settings
+
+    settings = Settings(defer_application_writes=not inline)
+    out = []
+    with Memory(db, user=user, embedder=embedder, settings=settings) as mem:
+        for q in qs[:10]:  # warm caches as the server's warm-up would
+            mem.context(q["query"], tool=q["tool"], entities=q["entities"])
+        for q in qs:
+            t = time.perf_counter()
+            mem.context(q["query"], tool=q["tool"], entities=q["entities"])
+            out.append((time.perf_counter() - t) * 1e3)
+    return out
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process in MB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def load(url: str, keys: list[str], clients: int, seconds: float, qs: list[dict[str, Any]], op: str) -> dict[str, Any]:
+    """``clients`` threads doing ``op`` (context | add) for ``seconds``; latencies, errors, acked ids."""
+    from graphmem.client import Client
+
+    lat: list[float] = []
+    errors: list[str] = []
+    acked: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def worker(n: int) -> None:
+        with Client(url, api_key=keys[n % len(keys)], retries=20) as c:
+            i = 0
+            while not stop.is_set():
+                q = qs[(n * 7919 + i) % len(qs)]
+                i += 1
+                t = time.perf_counter()
+                try:
+                    if op == "context":
+                        c.context(q["query"], tool=q["tool"], entities=q["entities"])
+                        ident = ""
+                    else:
+                        ident = c.add_learning(f"bench client {n} learning {i}: {q['query']}", tool=q["tool"]).id
+                except Exception as e:  # counted and reported
+                    with lock:
+                        errors.append(f"{type(e).__name__}: {e}")
+                    continue
+                ms = (time.perf_counter() - t) * 1e3
+                with lock:
+                    lat.append(ms)
+                    if ident:
+                        acked.append(ident)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join(timeout=60)
+    elapsed = time.perf_counter() - t0
+    return {"clients": clients, "requests": len(lat), "per_s": len(lat) / elapsed, "p50_ms": pct(lat, 50),
+            "p95_ms": pct(lat, 95), "errors": len(errors), "first_errors": errors[:3], "acked": acked}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Command-line entry point; returns the results."""
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.server", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", type=int, default=10_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--embedder", choices=["minilm", "hash"], default="hash")
+    ap.add_argument("--json-out", type=Path, default=RESULTS / "server.json")
+    args = ap.parse_args(argv)
+
+    from graphmem.client import Client
+    from graphmem.server.auth import KeyStore
+
+    embedder = scale.make_embedder(args.embedder)
+    specs = scale.generate(args.size)
+    qs = scale.queries(args.queries)
+    work = Path(tempfile.mkdtemp(prefix="graphmem-server-bench-"))
+    db = work / "bench.kuzu"
+    vectors = scale.embeddings(specs, embedder, args.embedder, 0)
+    print(f"building {args.size} learnings in {db} ...", flush=True)
+    scale.build(db, specs, vectors, embedder)
+    user = "alice"
+    res: dict[str, Any] = {"size": args.size, "embedder": args.embedder, "queries": len(qs),
+                           "cpus": os.cpu_count(), "loadavg": os.getloadavg()}
+    default = in_process(db, qs, embedder, user, inline=False)
+    inline = in_process(db, qs, embedder, user, inline=True)
+    res["in_process"] = {"p50_ms": pct(default, 50), "p95_ms": pct(default, 95)}
+    res["in_process_inline_application"] = {"p50_ms": pct(inline, 50), "p95_ms": pct(inline, 95)}
+
+    keys = KeyStore()
+    users = sorted({s["user"] for s in specs})
+    key_list = [keys.add(u, "agent")[0] for u in users]
+    alice_key = key_list[users.index(user)]
+    keys.save(work / "keys.json")
+    port = _free_port()
+    env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", HF_HUB_OFFLINE="1")
+    env.pop("ANTHROPIC_API_KEY", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from graphmem.cli import main; main()", "--embedder", args.embedder, "--db", str(db),
+         "serve", "--port", str(port), "--keys", str(work / "keys.json"), "--no-mcp"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with Client(url, api_key=alice_key) as c:
+                    c.whoami()
+                break
+            except Exception:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the server did not start") from None
+                time.sleep(0.2)
+        http: list[float] = []
+        fixed: list[float] = []
+        with Client(url, api_key=alice_key) as c:
+            for _ in range(len(qs)):  # the fixed cost of one authenticated round trip
+                t = time.perf_counter()
+                c.whoami()
+                fixed.append((time.perf_counter() - t) * 1e3)
+            for q in qs[:10]:
+                c.context(q["query"], tool=q["tool"], entities=q["entities"])
+            for q in qs:
+                t = time.perf_counter()
+                c.context(q["query"], tool=q["tool"], entities=q["entities"])
+                http.append((time.perf_counter() - t) * 1e3)
+        res["http"] = {"p50_ms": pct(http, 50), "p95_ms": pct(http, 95)}
+        res["round_trip"] = {"p50_ms": pct(fixed, 50), "p95_ms": pct(fixed, 95)}
+        res["http_overhead_p50_ms"] = res["http"]["p50_ms"] - res["in_process_inline_application"]["p50_ms"]
+        one = load(url, key_list, 1, args.seconds, qs, "context")
+        many = load(url, key_list, args.clients, args.seconds, qs, "context")
+        res["context_1_client"] = {k: v for k, v in one.items() if k != "acked"}
+        res["context_n_clients"] = {k: v for k, v in many.items() if k != "acked"}
+        res["throughput_ratio"] = many["per_s"] / one["per_s"] if one["per_s"] else float("nan")
+        adds = load(url, key_list, args.clients, args.seconds, qs, "add")
+        res["adds_n_clients"] = {k: v for k, v in adds.items() if k != "acked"}
+        found: set[str] = set()
+        for k in key_list:
+            with Client(url, api_key=k) as c:
+                found |= {l.id for l in c.learnings(limit=1_000_000)}
+        res["adds_lost"] = len(set(adds["acked"]) - found)
+        res["server_rss_mb"] = rss_mb(proc.pid)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    res["loadavg_after"] = os.getloadavg()
+    print_table(res)
+    args.json_out.parent.mkdir(parents=True, exist_ok=True)
+    args.json_out.write_text(json.dumps(res, indent=2, default=str) + "\n")
+    print(f"wrote {args.json_out}")
+    return res
+
+
+def print_table(r: dict[str, Any]) -> None:
+    """The figures as a small text table."""
+    n = r["context_n_clients"]["clients"]
+    rows = [
+        ("context in-process p50 / p95 (ms)", f"{r['in_process']['p50_ms']:.1f} / {r['in_process']['p95_ms']:.1f}"),
+        ("  same, Application inline (server's setting)",
+         f"{r['in_process_inline_application']['p50_ms']:.1f} / {r['in_process_inline_application']['p95_ms']:.1f}"),
+        ("context over HTTP p50 / p95 (ms)", f"{r['http']['p50_ms']:.1f} / {r['http']['p95_ms']:.1f}"),
+        ("HTTP overhead at p50 (ms)", f"{r['http_overhead_p50_ms']:.1f}"),
+        ("authenticated round trip (GET /v1/whoami) p50 / p95 (ms)",
+         f"{r['round_trip']['p50_ms']:.1f} / {r['round_trip']['p95_ms']:.1f}"),
+        ("contexts/s, 1 client", f"{r['context_1_client']['per_s']:.0f} (p95 {r['context_1_client']['p95_ms']:.1f} ms)"),
+        (f"contexts/s, {n} clients", f"{r['context_n_clients']['per_s']:.0f} (p95 {r['context_n_clients']['p95_ms']:.1f} ms, "
+                                     f"{r['context_n_clients']['errors']} errors)"),
+        (f"throughput {n} clients / 1 client", f"{r['throughput_ratio']:.2f}x"),
+        (f"adds/s, {n} clients", f"{r['adds_n_clients']['per_s']:.0f} (p95 {r['adds_n_clients']['p95_ms']:.1f} ms, "
+                                 f"{r['adds_n_clients']['errors']} errors, {r['adds_lost']} lost)"),
+        ("server RSS (MB)", f"{r['server_rss_mb']:.0f}"),
+        ("load average before / after", f"{r['loadavg'][0]:.1f} / {r['loadavg_after'][0]:.1f} on {r['cpus']} cores"),
+    ]
+    width = max(len(a) for a, _ in rows)
+    for a, b in rows:
+        print(f"{a:<{width}}  {b}")
+
+
+if __name__ == "__main__":
+    main()
