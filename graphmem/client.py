@@ -396,9 +396,11 @@ class _Api:
         return self._send(_Req("POST", "/v1/cypher", {"query": query, "params": dict(params or {})},  # type: ignore[no-any-return]
                                parse=lambda d: d["rows"]))
 
-    def stats(self) -> dict[str, int]:
-        """Node counts per table and edge counts per type."""
-        return self._send(_Req("GET", "/v1/stats"))  # type: ignore[no-any-return]
+    def stats(self, *, all_users: bool = False) -> dict[str, int]:
+        """Node counts per table and edge counts per type: yours, or the whole file (``all_users``,
+        admin or all-users analyst keys)."""
+        query = {"all_users": "true"} if all_users else {}
+        return self._send(_Req("GET", "/v1/stats", query=query))  # type: ignore[no-any-return]
 
     def whoami(self) -> dict[str, Any]:
         """The key's user and role."""

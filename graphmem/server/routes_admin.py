@@ -32,7 +32,7 @@ def cypher(body: s.CypherRequest, request: Request, who: Principal = Depends(pri
     (``truncated`` says when more matched). With ``Accept: application/x-ndjson`` the rows stream
     as JSON lines, and the last line is ``{"_truncated": true|false, "_rows": N}``.
     """
-    if not (who.role == "admin" or (who.role == "analyst" and "*" in who.users)):
+    if not _sees_everyone(who):
         raise ApiError(403, "Forbidden", "Cypher reads every user's data: it needs an admin key or an analyst key "
                        "granted all users (graphmem keys add --role analyst --grant '*')")
     owner = owner_of(request)
@@ -65,9 +65,19 @@ def insights(request: Request, timeline: int = 50, mem: Memory = Depends(reader)
 
 
 @router.get("/stats", response_model=dict[str, int])
-def stats(request: Request, mem: Memory = Depends(reader)) -> Response:
-    """Node counts per table and edge counts per type (the whole graph)."""
-    return json_out(read(request, mem.stats))
+def stats(
+    request: Request, all_users: bool = False, mem: Memory = Depends(reader), who: Principal = Depends(principal)
+) -> Response:
+    """Node counts per table and edge counts per type: the user's own rows, or (``?all_users=true``,
+    admin keys or analyst keys granted every user) the whole file."""
+    if all_users and not _sees_everyone(who):
+        raise ApiError(403, "Forbidden", "all_users counts every user's data: it needs an admin key or an analyst "
+                       "key granted all users (graphmem keys add --role analyst --grant '*')")
+    return json_out(read(request, lambda: mem.stats(all_users=all_users)))
+
+
+def _sees_everyone(who: Principal) -> bool:
+    return who.role == "admin" or (who.role == "analyst" and "*" in who.users)
 
 
 @router.get("/training-pairs")
