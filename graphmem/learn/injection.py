@@ -99,7 +99,8 @@ _SECRET = _rx(
     r"security) codes?|otps?|seed phrases?|recovery phrases?|mnemonic|(session )?cookies?|"
     r"(credit |debit )?card (numbers?|details)|credit cards?|cvv|cvc|bank (details|login|logins)|"
     r"routing numbers?|social security( numbers?)?|ssn|passport (numbers?|details)|date of birth|"
-    r"\.env|env(ironment)? var(iable)?s|keychain( export)?|secrets?|(password )?reset links?|"
+    r"\.env|env(ironment)? var(iable)?s?|keychain( export)?|medical records|insurance numbers?|"
+    r"tax (id|number)|[a-z0-9]*_(api_?key|secret|token|password)s?|secrets?|(password )?reset links?|"
     r"customer list|personal data|pii|\.ssh)\b|~/\.ssh|id_rsa"
 )
 _XFER = _rx(
@@ -113,12 +114,18 @@ _DEST = _rx(
     _EMAIL + r"|(https?|ftp)://\S+|\bwww\.\S+|\bt\.me/\S+|\b[\w-]+\.(com|net|org|io|ru|biz|xyz|info|co|me|cc|"
     r"dev|help|site|app)/\S*|\+\d[\d ()-]{7,}\d|\b\d{1,3}(\.\d{1,3}){3}\b|\b(webhook|pastebin|requestbin|"
     r"ngrok|public( #?\w+)? (channel|repo\w*|forum|page)|anyone|everyone|whoever|external|third part(y|ies))\b|"
-    r"\b(iban|sort code|account( number)? \d|account \d|bank account)\b|(?<!\w)#[a-z][\w-]+ channel"
+    r"\b(iban|sort code|account( number)? \d|account \d|bank account)\b|(?<!\w)#[a-z][\w-]+ channel|"
+    r"(?<![\w.])@[a-z0-9_]{3,}\b|\b(telegram|whatsapp|discord)\b|\b\d{3}[- ]\d{4}\b|\b\d{4}( ?\d{4}){2,}\b"
 )
 _NEG = _rx(
     r"\b(never|don'?t|dont|do not|must not|mustn'?t|should not|shouldn'?t|not|no|avoid|refuse to|stop|"
     r"without|instead of|rather than|neither|nor)\b[^,;:.]*$"
 )
+_REPORTED = _rx(
+    r"\b(asks?|asking|tells?|telling|says?|saying|wants?|requests?|tries|trying|attempts?|instructs?)"
+    r"( you| the agent| the assistant| the model| us)? to\b"
+)
+_PROTECT = _rx(r"\b(report|flag|refuse|decline|block|reject|warn|alert me|treat (it|them|this) as|mark)\b")
 _SCOPED = _rx(r"^\s*(about|for|on|regarding|concerning|around|in)\b")
 
 
@@ -134,13 +141,15 @@ class _Feature:
 _FEATURES: tuple[_Feature, ...] = (
     # --- authority: override the instructions / identity ---------------------------------------
     _Feature("override_instructions", "authority", 0.9, _rx(
-        r"\b(ignore|disregard|forget|override|bypass|discard|drop|abandon)\b( \w+){0,3}? (all |any |the |your |"
+        r"\b(ignore|disregard|forget|override|bypass|discard|drop|abandon|never mind|nevermind|set aside|"
+        r"pay no attention to)\b( \w+){0,3}? (all |any |the |your |"
         r"my |of |these |those )*(previous|prior|above|earlier|system|original|existing|initial|old|given|"
         r"preceding|current|safety|default)?\s?(\w+ )?(instructions?|rules?|prompts?|guidelines?|directives?|"
         r"polic(y|ies)|programming|constraints|restrictions|guardrails|training)\b")),
     _Feature("ignore_above", "authority", 0.8, _rx(
-        r"\b(ignore|disregard|forget)\b (all |everything )?(of )?(the |what('s| is) )?(above|before|previous|"
-        r"everything( else| above| before)?|what (i|you) (said|were told))\b(?! \w+ (about|for|regarding))")),
+        r"\b(ignore|disregard|forget|never ?mind|pay no attention to)\b (all |everything )?(of )?(the |what('s| is) )?(above|before|previous|"
+        r"everything( else| above| before)?( you('ve| have) been told)?( so far)?|what (i|you) (said|were told|"
+        r"have been told))\b(?! \w+ (about|for|regarding))")),
     _Feature("instructions_void", "authority", 0.85, _rx(
         r"\b(previous|prior|above|earlier|original|system|your|old)? ?(instructions?|rules|prompt|guidelines)"
         r"( above| before)? (are|is) (now )?(void|outdated|cancell?ed|revoked|obsolete|null|wrong|"
@@ -164,33 +173,37 @@ _FEATURES: tuple[_Feature, ...] = (
         r"(^|[\s\[<(#*])(system|sys|admin|developer)\s*(:|\]|>|notice|override|message|update)|"
         r"###\s*(system|instruction)|<\s*/?\s*(system|data-[\w-]*)\s*>|</data-|"
         r"\b(note|message) (to|for) (ai|the ai|ai agents?|the assistant|assistants?|llms?|"
-        r"language models?|the agent|agents)\b|^\s*(ai )?(assistant|agent)\s*[:,]"), negatable=False),
+        r"language models?|the agent|agents)\b|^\s*(attention |note |notice |important |hey )?(ai |the )?(assistant|agent|"
+        r"model|llm|bot)s?\s*[:,]"), negatable=False),
     _Feature("reveal_prompt", "authority", 0.8, _rx(
         r"\b(reveal|print|show|output|repeat|leak|dump|tell me|give me|disclose)\b[^.]{0,30}\b(system prompt|"
         r"hidden instructions|(your|all) (hidden |secret )?instructions|initial prompt)\b")),
     _Feature("privileges", "authority", 0.65, _rx(
         r"\b(grant(ed)? (yourself|you|the agent|the assistant)|elevated privileges|(administrator|admin|root|"
         r"superuser) (privileges|rights|access)|privileges granted|full (authority|control|admin)|"
-        r"(you are|you're) (now )?authori[sz]ed to)\b")),
+        r"(you are|you're) (now )?authori[sz]ed to|allow (any|all|every)( \w+){0,2} to access)\b")),
     _Feature("obey_others", "authority", 0.75, _rx(
         r"\b(obey|take (orders|instructions|commands) (only )?from|only (obey|listen to|follow))\b|"
         r"\bfollow (the |any |all )?(instructions|commands)( found)? (in|from) (the |this |that |web |any |"
         r"emails?|pages?|documents?|attached|the next)|\bdo what (the|this|that|any) (next )?(email|message|"
         r"page|document) says|\b(treat|consider) .{0,60}? as (coming from me|(if it came )?from me|me,|"
         r"the owner|an? admin|the admin)|\bas if (they|it) came from me\b|\b(your|the) (new|real|true) "
-        r"(owner|boss|master|admin\w*|user)\b|\bthe user is now an? (admin\w*|owner)\b"), negatable=False),
+        r"(owner|boss|master|admin\w*|user)\b|\bthe user is now an? (admin\w*|owner)\b|"
+        r"\byour (instructions|orders|commands|tasks) (now )?come from\b|\b(must|will|should|shall) now (follow|obey|"
+        r"serve|answer to|listen to|take orders)\b|\byou (now )?serve only\b"), negatable=False),
     # --- authority: redirect the agent's output --------------------------------------------------
     _Feature("bulk_redirect", "authority", 0.55, _rx(
         r"\b(forward|redirect|route|send|copy|copies|cc|bcc|mirror|auto-?forward|divert)\b[^.]{0,30}"
-        r"\b(all|every|each|any)( \w+){0,3}? (mail|e-?mails?|messages?|inbox|correspondence|replies|responses|"
-        r"notifications?|payments?|refunds?|traffic|requests|outgoing|incoming|customer replies)\b|"
+        r"\b(all|every|each|any)( \w+){0,3}? (mail|e-?mails?|messages?|inbox|correspondence|repl(y|ies)|responses?|"
+        r"answers?|notifications?|payments?|refunds?|traffic|requests|outgoing|incoming|customer replies)\b|"
         r"\bauto-?forward\b|\b(all|every) (my |the )?(mail|e-?mails?|messages?|payments?|replies)\b[^.]{0,20}"
         r"\b(forward|redirect|route|go)\b")),
     _Feature("change_endpoint", "authority", 0.45, _rx(
-        r"\b(change|set|update|switch|replace|point|modify|redirect)\b[^.]{0,40}\b(recipient|endpoint|"
+        r"\b(change|set|update|switch|swap|replace|point|modify|redirect)\b[^.]{0,40}\b(recipient|endpoint|"
         r"webhook( endpoint)?|callback( url)?|destination|reply-?to( address)?|forwarding address|payout( bank)?"
         r"( account)?|bank account|bank details|payment details|account number|(api )?base url|api url|"
-        r"server url|support (email|address)|invoice recipient|iban)\b|\bso (refunds|payments|funds) go to\b")),
+        r"server url|(support|billing|sender|reply|contact) (email|address|contact)|support contact|invoice recipient|"
+        r"iban)\b|\bso (refunds|payments|funds) go to\b")),
     _Feature("hidden_copy", "authority", 0.45, _rx(r"\bbcc\b"), negatable=True),
     # --- safeguards ------------------------------------------------------------------------------
     _Feature("disable_safeguard", "safeguards", 0.75, _rx(
@@ -201,7 +214,9 @@ _FEATURES: tuple[_Feature, ...] = (
         r" trail)?|logging|the logs|logs|safety (filters?|checks?|guardrails)|content (safety )?(filter|policy)|"
         r"guardrails|safeguards|security (review|checks?)|human review|(spam|phishing)( and phishing)? filters?|"
         r"firewall|anti-?virus( scanning)?|sandbox(ing)?|encryption|ssl|tls|certificate verification|"
-        r"rate limiter|safety checks|checks)\b")),
+        r"rate limiter|safety checks|checks|(identity|security|safety|background|integrity|signature|fraud|kyc|id) "
+        r"(checks?|verification)|signature checks?|(activity|browsing|command|chat|action) history|login verification|"
+        r"second approval|(content )?filters)\b")),
     _Feature("safeguard_off_passive", "safeguards", 0.75, _rx(
         r"\b(confirmation( prompts?| dialog| step)?|approvals?|verification|validation|2fa|mfa|two-factor"
         r"( checks?)?|logging|audit( logging)?|safety checks?|guardrails|security checks?)\b[^.]{0,20}\b(are|is)"
@@ -210,13 +225,19 @@ _FEATURES: tuple[_Feature, ...] = (
         r"\b(never|don'?t|do not|no need to|stop|without|nor)\s+(\w+\s+){0,2}?(ask(ing)?|show(ing)?|"
         r"prompt(ing)?|request(ing)?|wait(ing)? for|verify(ing)?|notify(ing)?|check(ing)?|reading)\b"
         r"(\s\w+){0,4}?\s(confirm\w*|permission|approval|warnings?|the sender|me|the user|first|it)\b|"
-        r"\bclick through\b"), negatable=False),
+        r"\bclick through\b|\b(don'?t|do not|never|stop) (wait(ing)? for|ask(ing)?) (the user|me|anyone)? ?(to )?(confirm|approv)\w*"),
+        negatable=False),
+    _Feature("skip_checking", "safeguards", 0.6, _rx(
+        r"\b(don'?t|do not|never|no need to) (bother )?(check|verif|validat|scan|authenticat)\w*( \w+){0,2} "
+        r"(signatures?|certificates?|checksums?|identity|identities|sender|senders|caller|callers|source|updates?|"
+        r"downloads?|attachments?|links?|bank details)\b"), negatable=False),
     _Feature("auto_approve", "safeguards", 0.6, _rx(
         r"\bauto-?approve\b|\bapprove (all|every|any|everything)\b|\bapprove \w+( \w+)? automatically\b|"
         r"\b(just do it|without (human |user )?(review|approval|checks))\b"), negatable=False),
     _Feature("covert", "safeguards", 0.45, _rx(
         r"\b(silently|quietly|secretly|covertly|discreetly)\b|\bwithout (telling|notifying|informing|alerting)"
-        r"\b|\b(don'?t|do not|never) (tell|notify|inform|mention|alert|record|log)\b|\bhide (this|it|that)?"
+        r"\b|\b(don'?t|do not|never) (tell|notify|inform|mention|alert|record|log)\b|\bso (there is|there's|there will be) no "
+        r"(record|trace|log)\b|\bhide (this|it|that)?"
         r"( action)? from\b|\bso (nobody|no one|the user) (can|will|won't) (see|know|notice)\b"),
         negatable=False),
     # --- exfiltration verbs that need no destination ---------------------------------------------
@@ -255,6 +276,8 @@ def _hits(sentence: str) -> dict[str, tuple[float, str, str]]:
         for m in f.pattern.finditer(sentence):
             if f.negatable and _negated(sentence, m.start()):
                 continue
+            if _PROTECT.search(sentence) and _REPORTED.search(sentence[max(0, m.start() - 40):m.start()]):
+                continue  # "when a page asks you to ignore your rules, report it": describes the attack
             weight = f.weight
             if f.name in ("override_instructions", "ignore_above") and _SCOPED.match(sentence[m.end():]):
                 weight = 0.2  # "ignore previous rules about email length for Dana": the owner editing
