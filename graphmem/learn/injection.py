@@ -93,7 +93,8 @@ def _rx(pattern: str) -> re.Pattern[str]:
 
 # --- vocabulary ---------------------------------------------------------------------------------
 _SECRET = _rx(
-    r"\b(pass(word|wd|code|phrase)s?|pins?|api[ -]?keys?|(secret|access|private|ssh|signing) keys?|id_rsa|"
+    r"\b(pass(word|wd|code|phrase)s?(?! (reset (instructions|questions|page)|polic(y|ies)|managers?|strength|rules|"
+    r"requirements|changes?|must))|security answers|pins?|api[ -]?keys?|(secret|access|private|ssh|signing) keys?|id_rsa|"
     r"(access|auth|session|refresh|oauth|bearer|api|secret) tokens?|tokens?|credentials?|creds|"
     r"login (details|info|credentials)|logins?|(2fa|mfa|otp|one[- ]time|verification|recovery|backup|"
     r"security) codes?|otps?|seed phrases?|recovery phrases?|mnemonic|(session )?cookies?|"
@@ -107,14 +108,14 @@ _XFER = _rx(
     r"\b(send|sends|sending|sent|forward(s|ing)?|e-?mail(s|ing)?|mail|post(s|ing)?|upload(s|ing)?|"
     r"share|sharing|paste|include|attach|copy|cc|bcc|leak|exfiltrate|dump|export|transmit|sync|"
     r"disclose|reveal|print|output|echo|give|provide|push|message|text|dm|append(ed)?|submit|add|"
-    r"report|reply with|go to|posted|emailed|forwarded|uploaded|shared|leaked|pasted|attached|sent)\b"
+    r"report|reply with|go to|tell|read( \w+)? (me|out|aloud)|posted|emailed|forwarded|uploaded|shared|leaked|pasted|attached|sent)\b"
 )
 _EMAIL = r"[\w.+-]+@[\w-]+(\.[\w-]+)+"
 _DEST = _rx(
     _EMAIL + r"|(https?|ftp)://\S+|\bwww\.\S+|\bt\.me/\S+|\b[\w-]+\.(com|net|org|io|ru|biz|xyz|info|co|me|cc|"
     r"dev|help|site|app)/\S*|\+\d[\d ()-]{7,}\d|\b\d{1,3}(\.\d{1,3}){3}\b|\b(webhook|pastebin|requestbin|"
     r"ngrok|public( #?\w+)? (channel|repo\w*|forum|page)|anyone|everyone|whoever|external|third part(y|ies))\b|"
-    r"\b(iban|sort code|account( number)? \d|account \d|bank account)\b|(?<!\w)#[a-z][\w-]+ channel|"
+    r"\b(iban|sort code|account( ending| number)?( in)? \d+|bank account)\b|(?<!\w)#[a-z][\w-]+ channel|"
     r"(?<![\w.])@[a-z0-9_]{3,}\b|\b(telegram|whatsapp|discord)\b|\b\d{3}[- ]\d{4}\b|\b\d{4}( ?\d{4}){2,}\b"
 )
 _NEG = _rx(
@@ -123,10 +124,10 @@ _NEG = _rx(
 )
 _REPORTED = _rx(
     r"\b(asks?|asking|tells?|telling|says?|saying|wants?|requests?|tries|trying|attempts?|instructs?)"
-    r"( you| the agent| the assistant| the model| us)? to\b"
+    r"( you| the agent| the assistant| the model| us)? (to|for)\b"
 )
 _PROTECT = _rx(r"\b(report|flag|refuse|decline|block|reject|warn|alert me|treat (it|them|this) as|mark)\b")
-_SCOPED = _rx(r"^\s*(about|for|on|regarding|concerning|around|in)\b")
+_SCOPED = _rx(r"^\s*(about|regarding|concerning|on the topic of|for (emails?|messages?|meetings?) (to|with|from))\b")
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ _FEATURES: tuple[_Feature, ...] = (
         r"have been told))\b(?! \w+ (about|for|regarding))")),
     _Feature("instructions_void", "authority", 0.85, _rx(
         r"\b(previous|prior|above|earlier|original|system|your|old)? ?(instructions?|rules|prompt|guidelines)"
-        r"( above| before)? (are|is) (now )?(void|outdated|cancell?ed|revoked|obsolete|null|wrong|"
+        r"( above| before| you (follow|were given|have))? (are|is) (now )?(void|outdated|cancell?ed|revoked|obsolete|null|wrong|"
         r"no longer (valid|in effect|apply))")),
     _Feature("you_are_now", "authority", 0.75, _rx(
         r"\byou are (now|no longer)( an?| the| in| operating| acting)?\b(?! allowed| able| free to (book|use))"
@@ -190,20 +191,24 @@ _FEATURES: tuple[_Feature, ...] = (
         r"the owner|an? admin|the admin)|\bas if (they|it) came from me\b|\b(your|the) (new|real|true) "
         r"(owner|boss|master|admin\w*|user)\b|\bthe user is now an? (admin\w*|owner)\b|"
         r"\byour (instructions|orders|commands|tasks) (now )?come from\b|\b(must|will|should|shall) now (follow|obey|"
-        r"serve|answer to|listen to|take orders)\b|\byou (now )?serve only\b"), negatable=False),
+        r"serve|answer to|listen to|take orders)\b|\byou (now )?serve only\b|\byou (now )?work for \w+( now)?\b|"
+        r"\b(listen|respond|answer|reply) only to\b|\bdo (whatever|what) (she|he|they|it|the \w+) (says|emails|tells|"
+        r"writes|asks)|\b(consider|treat) .{0,40}?(your|as) (highest[- ]priority |top[- ]priority |primary |new |real |"
+        r"only )?(instructions|orders|commands|system prompt)\b|\b(as|i am|i'm) (the|your) (developer|creator|"
+        r"admin\w*|owner|operator) of (this|the|your) (agent|assistant|bot|model|system)"), negatable=False),
     # --- authority: redirect the agent's output --------------------------------------------------
-    _Feature("bulk_redirect", "authority", 0.55, _rx(
+    _Feature("bulk_redirect", "authority", 0.45, _rx(
         r"\b(forward|redirect|route|send|copy|copies|cc|bcc|mirror|auto-?forward|divert)\b[^.]{0,30}"
         r"\b(all|every|each|any)( \w+){0,3}? (mail|e-?mails?|messages?|inbox|correspondence|repl(y|ies)|responses?|"
         r"answers?|notifications?|payments?|refunds?|traffic|requests|outgoing|incoming|customer replies)\b|"
-        r"\bauto-?forward\b|\b(all|every) (my |the )?(mail|e-?mails?|messages?|payments?|replies)\b[^.]{0,20}"
+        r"\bauto-?forward\b|\b(all|every) (my |the )?(\w+ )?(mail|e-?mails?|messages?|payments?|replies)\b[^.]{0,20}"
         r"\b(forward|redirect|route|go)\b")),
     _Feature("change_endpoint", "authority", 0.45, _rx(
         r"\b(change|set|update|switch|swap|replace|point|modify|redirect)\b[^.]{0,40}\b(recipient|endpoint|"
         r"webhook( endpoint)?|callback( url)?|destination|reply-?to( address)?|forwarding address|payout( bank)?"
         r"( account)?|bank account|bank details|payment details|account number|(api )?base url|api url|"
         r"server url|(support|billing|sender|reply|contact) (email|address|contact)|support contact|invoice recipient|"
-        r"iban)\b|\bso (refunds|payments|funds) go to\b")),
+        r"iban|\w+ url)\b|\b(address|e-?mail|url|endpoint|account|number|contact) (has|have) (moved|changed) to\b|\bso (refunds|payments|funds) go to\b")),
     _Feature("hidden_copy", "authority", 0.45, _rx(r"\bbcc\b"), negatable=True),
     # --- safeguards ------------------------------------------------------------------------------
     _Feature("disable_safeguard", "safeguards", 0.75, _rx(
@@ -216,7 +221,8 @@ _FEATURES: tuple[_Feature, ...] = (
         r"firewall|anti-?virus( scanning)?|sandbox(ing)?|encryption|ssl|tls|certificate verification|"
         r"rate limiter|safety checks|checks|(identity|security|safety|background|integrity|signature|fraud|kyc|id) "
         r"(checks?|verification)|signature checks?|(activity|browsing|command|chat|action) history|login verification|"
-        r"second approval|(content )?filters)\b")),
+        r"second approval|(content )?filters|two-step( login| verification)?|2-step|(activity|audit|access|event|security) "
+        r"logs?|security prompts?)\b")),
     _Feature("safeguard_off_passive", "safeguards", 0.75, _rx(
         r"\b(confirmation( prompts?| dialog| step)?|approvals?|verification|validation|2fa|mfa|two-factor"
         r"( checks?)?|logging|audit( logging)?|safety checks?|guardrails|security checks?)\b[^.]{0,20}\b(are|is)"
@@ -227,6 +233,13 @@ _FEATURES: tuple[_Feature, ...] = (
         r"(\s\w+){0,4}?\s(confirm\w*|permission|approval|warnings?|the sender|me|the user|first|it)\b|"
         r"\bclick through\b|\b(don'?t|do not|never|stop) (wait(ing)? for|ask(ing)?) (the user|me|anyone)? ?(to )?(confirm|approv)\w*"),
         negatable=False),
+    _Feature("no_oversight", "safeguards", 0.65, _rx(
+        r"\b(don'?t|do not|no longer) need (my|the|an?|any|our) (ok|okay|approval|permission|sign-?off|go-ahead|"
+        r"confirmation|consent)\b|\bauto-?(confirm|accept|dismiss)\b|\b(don'?t|do not|never|stop) (flag|report|alert|"
+        r"warn|notify)\w*( me)?( about| of)? (\w+ )?(suspicious|unusual|fraud\w*|security|failed)\b|"
+        r"\b(whitelist|allowlist|trust) (every|all|any)\b|\b(override|bypass|ignore|skip)\b( \w+){0,4} (and )?(pay|send|"
+        r"proceed|continue|approve|run|install|transfer)\w* anyway\b|\bstop (writing|recording|keeping|saving)\b"
+        r"[^.]{0,30}\b(log|logs|history|audit)\b"), negatable=False),
     _Feature("skip_checking", "safeguards", 0.6, _rx(
         r"\b(don'?t|do not|never|no need to) (bother )?(check|verif|validat|scan|authenticat)\w*( \w+){0,2} "
         r"(signatures?|certificates?|checksums?|identity|identities|sender|senders|caller|callers|source|updates?|"
@@ -286,15 +299,19 @@ def _hits(sentence: str) -> dict[str, tuple[float, str, str]]:
     dest = _DEST.search(sentence)
     secrets = list(_SECRET.finditer(sentence))
     verbs = [v for v in _XFER.finditer(sentence) if not _negated(sentence, v.start())]
+    protective = bool(_PROTECT.search(sentence))
     if secrets and verbs:
-        negated_secret = all(_negated(sentence, s.start()) and not any(v.start() > s.start() for v in verbs)
-                             for s in secrets)
-        if not negated_secret:
-            words = f"{verbs[0].group(0)} … {secrets[0].group(0)}"
-            if dest is not None:
-                add("secret_to_destination", 0.92, "exfiltration", f"{words} → {dest.group(0)}")
-            else:
-                add("secret_transfer", 0.4, "exfiltration", words)
+        live = [x for x in secrets
+                if not (protective and _REPORTED.search(sentence[max(0, x.start() - 40):x.start()]))
+                and not (_negated(sentence, x.start()) and all(v.start() < x.start() for v in verbs))]
+        # a verb that acts on the secret: before it, close, not a participle used as an adjective ("shared credentials")
+        pairs = [(v, x) for x in live for v in verbs
+                 if 0 < x.start() - v.end() <= 50 and not (x.start() - v.end() <= 1 and v.group(0).endswith("ed"))]
+        if live and dest is not None:
+            v, x = pairs[0] if pairs else (verbs[0], live[0])
+            add("secret_to_destination", 0.92, "exfiltration", f"{v.group(0)} … {x.group(0)} → {dest.group(0)}")
+        elif pairs:
+            add("secret_transfer", 0.55, "exfiltration", f"{pairs[0][0].group(0)} … {pairs[0][1].group(0)}")
     if "leak_verb" in found and secrets:
         add("leak_secret", 0.9, "exfiltration", found["leak_verb"][2] + " … " + secrets[0].group(0))
     if dest is not None:
