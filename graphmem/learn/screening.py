@@ -94,7 +94,7 @@ def screen(
     if source_text and source_text.strip() and source_text.strip() != text.strip():
         src = score_injection(source_text)
         if src.score >= doubt and src.score > score:
-            score = min(src.score, max(doubt, refuse - 1e-6))  # the source alone never refuses
+            score = min(src.score, max(doubt, refuse - 0.001))  # the source alone never refuses
             reasons += [f"source: {r}" for r in src.reasons[:3]]
             families += [f for f in src.families if f not in families]
     classifier = round(score, 4)
