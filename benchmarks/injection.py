@@ -5,11 +5,12 @@
 1. **Classifier.** ``benchmarks/data/injection_set.jsonl`` holds hand-written injection payloads
    (three families: exfiltration, authority, safeguards) and benign rules / preferences / feedback
    that look like them, each labelled, with the channel style it imitates (an owner message or
-   text arriving through a tool / trace) and a split: ``dev`` (the rules were tuned on it) and
-   ``test`` (held out). A text is flagged when :func:`graphmem.learn.injection.score_injection`
+   text arriving through a tool / trace) and a split: ``dev`` (the rules were tuned on it),
+   ``test`` (held out, written together with the first dev half) and ``fresh`` (written after
+   the rules were frozen: the honest estimate for new phrasings). A text is flagged when :func:`graphmem.learn.injection.score_injection`
    reaches ``Settings.injection_doubt_threshold``. Reported per split: precision, recall, F1; per
    family: recall; per channel style: precision/recall/F1; and how many of each label reach the
-   refuse threshold. Also the classifier's time per text (mean and p99).
+   refuse threshold. Also the classifier's time per text (best of 5 runs; mean and p99).
 2. **End to end** (``Memory`` on a temporary Kùzu file, HashEmbedder, OfflineLLM), every text of
    the set, twice: unscreened (both thresholds above 1, i.e. no screen at all) and screened
    (defaults). Each text is sent as an owner message (``observe_message(is_owner=True)``, a fresh
@@ -73,12 +74,16 @@ def classifier_report(rows: Sequence[dict[str, Any]], settings: Settings = Setti
     """Classifier metrics per split, family and channel style, plus timing and the misses."""
     scores, times = [], []
     for r in rows:
-        t0 = time.perf_counter()
         scores.append(score_injection(r["text"]).score)
-        times.append((time.perf_counter() - t0) * 1000)
+        runs = []
+        for _ in range(5):  # the best of 5 runs: the machine is shared, the rest is other processes' noise
+            t0 = time.perf_counter()
+            score_injection(r["text"])
+            runs.append((time.perf_counter() - t0) * 1000)
+        times.append(min(runs))
     doubt, refuse = settings.injection_doubt_threshold, settings.injection_refuse_threshold
     out: dict[str, Any] = {"doubt_threshold": doubt, "refuse_threshold": refuse, "splits": {}}
-    for split in ("dev", "test", "all"):
+    for split in ("dev", "test", "fresh", "all"):
         idx = [i for i, r in enumerate(rows) if split == "all" or r["split"] == split]
         part = [rows[i] for i in idx]
         report = prf(part, [scores[i] >= doubt for i in idx])
