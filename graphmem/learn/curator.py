@@ -222,10 +222,10 @@ class Curator:
         if existing_id is not None:
             merged = self._merge(mem.store.get_learning(existing_id), learning, links, embedding, derived)
             return CurationResult(merged, "merged", [existing_id], screening=screening)
-        note = None
-        if wanted != learning.status:
-            note = Transition(learning_id=learning.id, field="status", old=wanted, new=learning.status,
-                              reason=screening.summary[:500], version=learning.version, created_at=mem.now())
+        # always logged (even when the status was already candidate): the lifecycle reads it and never
+        # onboards the learning; a person decides
+        note = Transition(learning_id=learning.id, field="status", old=wanted, new=learning.status,
+                          reason=screening.summary[:500], version=learning.version, created_at=mem.now())
         self._insert(learning, links, embedding, derived, note=note)
         return CurationResult(learning, "inserted", screening=screening)
 
