@@ -1,6 +1,6 @@
 """CLI for the benchmarks: ``graphmem bench NAME [--check] [--json] [ARGS...]``.
 
-NAME is one of learnings, locomo, scale, loop, ingest, summaries; every other argument is passed
+NAME is one of learnings, locomo, scale, loop, ingest, summaries, injection; every other argument is passed
 to that benchmark's ``main(argv)`` unchanged (e.g. ``graphmem bench learnings --embedder hash``,
 ``graphmem bench loop --episodes 200``). ``--check`` is the learnings regression guard. With
 ``--json`` the benchmark's tables go to stderr and its result is printed as JSON on stdout.
@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, tuple[str, bool, str | None]] = {
     "loop": ("benchmarks.loop", True, "loop.json"),
     "ingest": ("benchmarks.ingest", False, "ingest.json"),
     "summaries": ("benchmarks.summaries_bench", False, "summaries.json"),
+    "injection": ("benchmarks.injection", False, None),
 }
 
 
@@ -71,7 +72,7 @@ def run_benchmark(name: str, argv: Sequence[str], *, check: bool = False, as_jso
 )
 def bench_cmd(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="learnings | locomo | scale | loop | ingest | summaries"),
+    name: str = typer.Argument(..., help="learnings | locomo | scale | loop | ingest | summaries | injection"),
     check: bool = typer.Option(False, "--check", help="learnings only: the regression guard (exit 1 on a regression)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (tables go to stderr)."),
 ) -> None:

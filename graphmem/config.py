@@ -123,6 +123,12 @@ class Settings(BaseModel):
     actionability_w_not_observation: float = 0.20
     feedback_recent_actions: int = 5  # seed 001: last five outbound actions
     reflector_bullet_status: str = "active"  # seed 002: online/offline bullets join the playbook at once
+    # injected-instruction screening of every learning (graphmem/learn/screening.py): a score at or
+    # above the doubt threshold keeps a learning as a "candidate" (never served, never summarised);
+    # at or above the refuse threshold (and confirmed by the LLM judge when one runs) it is not stored
+    injection_doubt_threshold: float = 0.5
+    injection_refuse_threshold: float = 0.85
+    injection_llm_judge: bool = True  # ask a non-offline LLM's judge_injection too (one call per learning)
 
     # --- online scoring (seed 000 markSkillUsage) ----------------------------------------
     accept_score_delta: float = 0.03

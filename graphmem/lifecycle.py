@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from graphmem.config import Settings
+from graphmem.learn.screening import classify_text
 from graphmem.models import Learning, Transition
 from graphmem.store.loop import WindowOutcome
 
@@ -236,6 +237,10 @@ def _onboard(mem: Memory, learnings: dict[str, Learning], report: CycleReport) -
         return
     for lid, l in list(learnings.items()):
         if l.status != "candidate" or l.validations < s.candidate_promote_validations or l.contradictions:
+            continue
+        if classify_text(f"{l.content} {l.recommendation or ''} {l.applies_when or ''}", s).decision != "pass":
+            continue  # held back by the injection screen: only a person promotes it
+        if any(t.reason.startswith("injection screen") for t in mem.store.transitions(lid)):
             continue
         if l.helpful + l.harmful:  # it has outcome evidence: the windows decide
             continue

@@ -7,6 +7,7 @@ edges and the summary-staleness hook (``_on_learnings_changed``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from graphmem.inputs import (
     require_unit,
 )
 from graphmem.learn.curator import merged_learning
+from graphmem.learn.screening import classify_text
 from graphmem.models import (
     LEARNING_KINDS,
     SENTIMENTS,
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
     from graphmem.config import Settings
     from graphmem.embed import Embedder
     from graphmem.store import KuzuGraphStore
+
+log = logging.getLogger("graphmem.learn")
 
 _UPDATABLE = {
     "content", "recommendation", "applies_when", "kind", "sentiment", "confidence", "score",
@@ -99,7 +103,10 @@ class LearningsAPI:
 
         Tool/Topic/Entity/ObjectiveType nodes are created on first use. An exact duplicate of
         one of this user's learnings is merged into it (validations + 1) instead of stored twice.
-        The learning and its edges are written in one transaction.
+        The learning and its edges are written in one transaction. Its text is screened for
+        injected instructions (:mod:`graphmem.learn.screening`, classifier only): an ``active`` or
+        ``canary`` learning the screen doubts or refuses is stored as ``candidate`` instead, with a
+        logged warning; nothing a developer adds is ever dropped.
         """
         learning, links = self._make_learning(
             content, kind=kind, tool=tool, entities=entities, topics=topics,
@@ -108,6 +115,7 @@ class LearningsAPI:
             tier=tier, shared=shared, ttl_days=ttl_days, source_event_id=source_event_id,
             objective_id=objective_id, created_at=created_at,
         )
+        learning = self._screened(learning)
         embedding = self._embed_one(_embedding_text(learning))
         return self._store_learning(learning, links, embedding)
 
@@ -123,7 +131,8 @@ class LearningsAPI:
                 raise InvalidInputError(f"item {i} must be a dict with at least 'content'")
             args = dict(item)
             try:
-                prepared.append(self._make_learning(args.pop("content"), **args))
+                made, made_links = self._make_learning(args.pop("content"), **args)
+                prepared.append((self._screened(made), made_links))
             except TypeError as e:
                 raise InvalidInputError(f"item {i}: {e}") from e
             except InvalidInputError as e:
@@ -154,6 +163,18 @@ class LearningsAPI:
                 self._on_learnings_changed([l for l, _, _ in fresh.values()], change="created")
         self._after_write()
         return [fresh[item][0] if isinstance(item, tuple) else item for item in out]
+
+    def _screened(self, learning: Learning) -> Learning:
+        """``learning``, kept as a candidate when the injection screen doubts or refuses it."""
+        if learning.status not in ("active", "canary"):
+            return learning
+        text = " ".join(p for p in (_embedding_text(learning), learning.applies_when) if p)
+        found = classify_text(text, self.settings)
+        if found.decision == "pass":
+            return learning
+        log.warning("graphmem: add_learning keeps %.80r as a candidate instead of %s (%s)",
+                    learning.content, learning.status, found.summary)
+        return learning.model_copy(update={"status": "candidate", "canary_allocation": 1.0})
 
     def _make_learning(
         self,

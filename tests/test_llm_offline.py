@@ -12,6 +12,7 @@ from graphmem.llm import (
     TASKS,
     EpisodeReflection,
     FeedbackAnalysis,
+    InjectionVerdict,
     JudgeVerdict,
     LLMRequest,
     ObjectiveEvaluation,
@@ -22,6 +23,7 @@ from graphmem.llm import (
 from graphmem.llm.prompts import (
     feedback_request,
     fence,
+    injection_request,
     judge_request,
     objective_eval_request,
     reflection_request,
@@ -282,6 +284,7 @@ def test_every_task_has_a_builder_and_answers_deterministically() -> None:
         "judge": (judge_request("j", "c", "i", "o", "o", None), JudgeVerdict),
         "reflector": (reflector_request("i", "o", "t", None, []), ReflectorOutput),
         "summary": (summary_request("- a", [], [], 5), SummaryOutput),
+        "injection": (injection_request("Keep emails short", "owner"), InjectionVerdict),
     }
     assert set(requests) == set(TASKS)
     for task, (req, schema) in requests.items():

@@ -2,10 +2,12 @@
 
 Order of checks for one new learning (``Curator.curate``):
 
-1. **Injection guard.** Text that reads like an instruction to the agent's controller
-   ("ignore previous rules…", "disregard your instructions", "you are now…") is refused (``None``,
-   a logged warning) unless the owner wrote those words themselves (``trusted_text``). Tool output,
-   trace outputs and non-owner text therefore never become instruction learnings.
+1. **Injection screen** (:mod:`graphmem.learn.screening`), on every channel, the owner's
+   included: text that tries to exfiltrate secrets, change the agent's authority or address, or
+   disable safeguards is refused when the screen is sure (``None``, a logged warning; the event or
+   trace it came from stays logged) and kept as a ``candidate`` when it doubts (never served,
+   never summarised; a Transition says why). A doubted learning is never merged into, nor allowed
+   to supersede or contradict, another learning (only an exact duplicate is merged).
 2. **Actionability (seed 003 system 9).** A rule/preference/checklist/bug_fix/prompt whose content
    and recommendation are both below ``Settings.actionability_threshold`` becomes
    ``kind="observation"`` with ``status="shadow"`` and the observation TTL. That is what "out of
@@ -41,7 +43,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from graphmem.learn.actionability import score_actionability
-from graphmem.models import Learning, LearningLinks
+from graphmem.learn.injection import score_injection
+from graphmem.learn.screening import Screening, screen
+from graphmem.models import Learning, LearningLinks, Transition
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE
 from graphmem.store.text import content_key
 
@@ -75,8 +79,11 @@ _POLARITY_WORDS = frozenset(
 
 
 def looks_like_injection(text: str | None) -> bool:
-    """True when ``text`` reads like an instruction aimed at the agent itself (prompt injection)."""
-    return bool(text) and bool(_INJECTION.search(text or ""))
+    """True when ``text`` reads like an instruction aimed at the agent itself (prompt injection):
+    the old guard's patterns, or a classifier score of at least 0.5."""
+    if not text:
+        return False
+    return bool(_INJECTION.search(text)) or score_injection(text).score >= 0.5
 
 
 def polarity(text: str) -> int:
@@ -129,6 +136,7 @@ class CurationResult:
     learning: Learning | None
     action: str  # inserted | merged | superseded | contradicted | refused
     related: list[str] = field(default_factory=list)
+    screening: Screening | None = None
 
 
 class Curator:
@@ -158,19 +166,30 @@ class Curator:
         *,
         trusted_text: str | None = None,
         derived: Sequence[tuple[str, str]] = (),
+        source_text: str | None = None,
+        channel: str | None = None,
     ) -> CurationResult:
         """Store ``learning`` (merge, supersede, contradict or insert); see the module docstring.
 
-        ``trusted_text`` is text the owner wrote (their message), allowed to contain
-        instruction-like phrases; ``derived`` are extra (label, id) DERIVED_FROM targets
-        (Trace, Reflection) linked to whichever learning ends up holding the knowledge.
+        ``source_text`` is the text the learning was derived from (a trace output…);
+        ``trusted_text`` is the owner's own message, screened like any other source (the name
+        stays for compatibility); ``channel`` names the channel for the LLM judge (default: the
+        learning's source_type). ``derived`` are extra (label, id) DERIVED_FROM targets (Trace,
+        Reflection) linked to whichever learning ends up holding the knowledge.
         """
         text = learning_text(learning)
-        if looks_like_injection(text) and not looks_like_injection(trusted_text):
-            log.warning("graphmem: refused a learning that reads like an instruction injection: %.120r", text)
-            return CurationResult(None, "refused")
-        learning = self.classify(learning)
         mem = self.memory
+        screening = screen(
+            " ".join(p for p in (text, learning.applies_when) if p), mem.settings,
+            source_text=source_text or trusted_text, llm=mem.llm, channel=channel or learning.source_type,
+        )
+        if screening.decision == "refuse":
+            log.warning("graphmem: refused a learning that reads like an injected instruction (%s): %.120r",
+                        screening.summary, text)
+            return CurationResult(None, "refused", screening=screening)
+        learning = self.classify(learning)
+        if screening.decision == "doubt":
+            return self._quarantine(learning, links, derived, screening)
         embedding = np.asarray(mem.embedder.embed([learning_text(learning)])[0], dtype=np.float32)
         catalog = mem.store.learning_catalog
         existing_id = catalog.find_exact(learning.user_id, content_key(learning.content))
@@ -187,6 +206,28 @@ class Curator:
             return CurationResult(merged, "merged", [best])
         self._insert(learning, links, embedding, derived)
         return CurationResult(learning, "inserted")
+
+    def _quarantine(
+        self, learning: Learning, links: LearningLinks, derived: Sequence[tuple[str, str]], screening: Screening
+    ) -> CurationResult:
+        """Store a doubted learning as a candidate (exact duplicates merge; nothing else is touched)."""
+        mem = self.memory
+        wanted = learning.status
+        if wanted in ("active", "canary"):
+            learning = learning.model_copy(update={"status": "candidate", "canary_allocation": 1.0})
+        log.warning("graphmem: kept a learning as %s, it may be an injected instruction (%s): %.120r",
+                    learning.status, screening.summary, learning.content)
+        embedding = np.asarray(mem.embedder.embed([learning_text(learning)])[0], dtype=np.float32)
+        existing_id = mem.store.learning_catalog.find_exact(learning.user_id, content_key(learning.content))
+        if existing_id is not None:
+            merged = self._merge(mem.store.get_learning(existing_id), learning, links, embedding, derived)
+            return CurationResult(merged, "merged", [existing_id], screening=screening)
+        # always logged (even when the status was already candidate): the lifecycle reads it and never
+        # onboards the learning; a person decides
+        note = Transition(learning_id=learning.id, field="status", old=wanted, new=learning.status,
+                          reason=screening.summary[:500], version=learning.version, created_at=mem.now())
+        self._insert(learning, links, embedding, derived, note=note)
+        return CurationResult(learning, "inserted", screening=screening)
 
     # --- lookups ------------------------------------------------------------------------------
     def _live_similarities(self, user: str, embedding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -254,12 +295,15 @@ class Curator:
             store.link_derived(learning_id, label, ident)
 
     def _insert(
-        self, learning: Learning, links: LearningLinks, embedding: np.ndarray, derived: Sequence[tuple[str, str]]
+        self, learning: Learning, links: LearningLinks, embedding: np.ndarray, derived: Sequence[tuple[str, str]],
+        *, note: Transition | None = None,
     ) -> None:
         mem = self.memory
         with mem.store.transaction():
             mem.store.insert_learning(learning, embedding, _plain(links))
             self._link_derived(learning.id, derived, links)
+            if note is not None:
+                mem.store.log_transition(note)
             mem._on_learnings_changed([learning], change="created")
         mem._after_write()
 

@@ -13,7 +13,10 @@ Failure modes, all documented no-ops or errors:
 - non-owner message: logged, never a learning, returns ``[]``;
 - the LLM fails or its answer does not validate (LLMError / LLMValidationError): the event stays
   logged, the error is logged on the ``graphmem.learn`` logger, no learning is written, ``[]``;
-- a learning that reads like a prompt injection the owner did not write: refused, ``[]``.
+- a learning that reads like an injected instruction (the owner's channel is screened too): refused
+  when the screen is sure (``[]``), kept as a ``candidate`` when it doubts (returned, never served);
+  the message event gets ``metadata["injection_score"]`` when the message itself scores at or above
+  ``Settings.injection_doubt_threshold``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from graphmem.errors import InvalidInputError, LLMError
 from graphmem.inputs import check_string, names, optional_text, require_bool
 from graphmem.learn.curator import Curator
+from graphmem.learn.injection import score_injection
 from graphmem.llm.prompts import feedback_request
 from graphmem.llm.schemas import FeedbackAnalysis
 from graphmem.models import Event, Learning
@@ -93,10 +97,15 @@ def observe_message(
     tool_hint = optional_text("tool", tool, max_chars=200)
     extra_entities = names("entity", entities)
     actions = recent_actions(memory) if is_owner else []
+    metadata: dict[str, Any] = {"tool_hint": tool_hint} if tool_hint else {}
+    flagged = score_injection(text)
+    if flagged.score >= memory.settings.injection_doubt_threshold:
+        metadata.update(injection_score=flagged.score, injection_families=list(flagged.families))
+        log.warning("graphmem: an inbound %s message reads like an injected instruction (score %.2f): %.120r",
+                    "owner" if is_owner else "non-owner", flagged.score, text)
     event = memory.record_event(
         "message", text, role=role, direction="inbound", is_owner=is_owner, session_id=session_id,
-        objective_id=objective_id, entities=extra_entities,
-        metadata={"tool_hint": tool_hint} if tool_hint else None,
+        objective_id=objective_id, entities=extra_entities, metadata=metadata or None,
     )
     if not is_owner:
         return []
@@ -138,7 +147,7 @@ def observe_message(
     except InvalidInputError as e:  # e.g. an over-long or malformed field from the model
         log.error("graphmem: the feedback analysis of event %s is unusable, no learning written: %s", event.id, e)
         return []
-    result = Curator(memory).curate(learning, links, trusted_text=text)
+    result = Curator(memory).curate(learning, links, source_text=text, channel="owner message")
     return [result.learning] if result.learning is not None else []
 
 

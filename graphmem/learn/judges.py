@@ -21,7 +21,8 @@
 
 Every LLM call of a trace (judges, then the reflector) runs before anything is written: an
 LLMError propagates from :func:`trace` and nothing is stored. Trace outputs are untrusted: the
-curator refuses bullets that read like instructions injected through them.
+curator screens every bullet, and the output it came from, for injected instructions (refused when
+sure, kept as a candidate when in doubt; see :mod:`graphmem.learn.screening`).
 """
 
 from __future__ import annotations
@@ -165,13 +166,13 @@ def trace(
                                         judge_key=judge["key"])
     learned: list[Learning] = []
     if bullets is not None and source_type is not None:
-        learned = _store_bullets(memory, bullets, node_name, source_type, trace_id)
+        learned = _store_bullets(memory, bullets, node_name, source_type, trace_id, out)
     return TraceResult(trace_id=trace_id, node=node_name, mode=mode, passed=passed, verdicts=verdicts,
                        learnings=learned)
 
 
 def _store_bullets(
-    memory: Memory, bullets: ReflectorOutput, node: str, source_type: str, trace_id: str
+    memory: Memory, bullets: ReflectorOutput, node: str, source_type: str, trace_id: str, output: str = ""
 ) -> list[Learning]:
     curator = Curator(memory)
     out: list[Learning] = []
@@ -185,7 +186,7 @@ def _store_bullets(
         except InvalidInputError as e:
             log.error("graphmem: skipped an unusable reflector bullet for trace %s: %s", trace_id, e)
             continue
-        result = curator.curate(learning, links, derived=[("Trace", trace_id)])
+        result = curator.curate(learning, links, derived=[("Trace", trace_id)], source_text=output, channel="trace")
         if result.learning is not None and all(x.id != result.learning.id for x in out):
             out.append(result.learning)
     return out

@@ -180,7 +180,7 @@ def _store_evaluation(
         except InvalidInputError as e:
             log.error("graphmem: skipped an unusable evaluation insight of objective %s: %s", objective.id, e)
             continue
-        result = curator.curate(learning, links)
+        result = curator.curate(learning, links, channel="self_evaluation")
         if result.learning is not None and all(x.id != result.learning.id for x in out):
             out.append(result.learning)
     return out

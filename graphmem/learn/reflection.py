@@ -105,7 +105,8 @@ def reflect(
             )
         except InvalidInputError:
             continue  # an unusable rule from the model; the reflection itself keeps it
-        result = curator.curate(learning, links, derived=[("Reflection", reflection_id)])
+        result = curator.curate(learning, links, derived=[("Reflection", reflection_id)], source_text=feedback,
+                                channel="reflection")
         if result.learning is not None and all(x.id != result.learning.id for x in learned):
             learned.append(result.learning)
     return ReflectionRecord(

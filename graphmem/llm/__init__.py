@@ -14,6 +14,7 @@ from graphmem.llm.base import LLM, TASKS, LLMRequest, Task
 from graphmem.llm.offline import OfflineLLM
 from graphmem.llm.prompts import (
     feedback_request,
+    injection_request,
     judge_request,
     objective_eval_request,
     reflection_request,
@@ -24,6 +25,7 @@ from graphmem.llm.schemas import (
     EpisodeReflection,
     EvaluationLearning,
     FeedbackAnalysis,
+    InjectionVerdict,
     JudgeVerdict,
     ObjectiveEvaluation,
     ReflectorBullet,
@@ -50,6 +52,7 @@ __all__ = [
     "EpisodeReflection",
     "EvaluationLearning",
     "FeedbackAnalysis",
+    "InjectionVerdict",
     "JudgeVerdict",
     "LLMRequest",
     "ObjectiveEvaluation",
@@ -59,6 +62,7 @@ __all__ = [
     "SummaryOutput",
     "Task",
     "feedback_request",
+    "injection_request",
     "judge_request",
     "objective_eval_request",
     "reflection_request",

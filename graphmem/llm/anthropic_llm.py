@@ -23,6 +23,8 @@ from pydantic import ValidationError
 from graphmem.config import Settings
 from graphmem.errors import LLMError, LLMValidationError
 from graphmem.llm.base import LLMRequest, T
+from graphmem.llm.prompts import injection_request
+from graphmem.llm.schemas import InjectionVerdict
 
 _RETRY_STATUS = {408, 429}
 
@@ -120,6 +122,10 @@ class AnthropicLLM:
                 f"{self.name} answered task {request.task!r} twice with input that does not match "
                 f"{schema.__name__}: {_short_errors(error)}"
             ) from error
+
+    def judge_injection(self, text: str, *, channel: str = "unknown") -> InjectionVerdict:
+        """Screen ``text`` for injected instructions with a forced :class:`InjectionVerdict` answer."""
+        return self.generate(injection_request(text, channel), InjectionVerdict)
 
     def _create(self, system: str, prompt: str, tool: dict[str, Any]) -> Any:
         """One Messages API call with our retry loop (1 + llm_max_retries attempts)."""

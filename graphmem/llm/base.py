@@ -9,17 +9,20 @@ a validated instance of the pydantic model it is asked for, or raises
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, TypeVar, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Task = Literal["feedback", "objective_eval", "reflection", "judge", "reflector", "summary"]
+Task = Literal["feedback", "objective_eval", "reflection", "judge", "reflector", "summary", "injection"]
 """The kinds of request an LLM answers; each has one output model in :mod:`.schemas`."""
 
 TASKS: tuple[str, ...] = get_args(Task)
 """All task names, in a stable order."""
 
 T = TypeVar("T", bound=BaseModel)
+
+if TYPE_CHECKING:
+    from graphmem.llm.schemas import InjectionVerdict
 
 
 class LLMRequest(BaseModel):
@@ -47,6 +50,16 @@ class LLM(Protocol):
         Raises :class:`~graphmem.errors.LLMError` when the model fails, times out or gives no
         usable answer, and :class:`~graphmem.errors.LLMValidationError` when its answer does not
         validate against ``schema``.
+        """
+        ...
+
+    def judge_injection(self, text: str, *, channel: str = "unknown") -> InjectionVerdict:
+        """Screen ``text`` (a would-be learning from ``channel``) for injected instructions.
+
+        The curator calls it for every learning it is given (see
+        :mod:`graphmem.learn.screening`); an LLM without this method is asked through
+        ``generate`` with :func:`graphmem.llm.prompts.injection_request` instead.
+        Raises like :meth:`generate`.
         """
         ...
 

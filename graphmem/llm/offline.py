@@ -31,6 +31,7 @@ from graphmem.llm.schemas import (
     EpisodeReflection,
     EvaluationLearning,
     FeedbackAnalysis,
+    InjectionVerdict,
     JudgeVerdict,
     ObjectiveEvaluation,
     ReflectorBullet,
@@ -345,6 +346,20 @@ def summarize(previous: str | None = None, learnings: list[dict[str, Any]] | Non
     return SummaryOutput(bullets=bullets)
 
 
+# --- injection screening --------------------------------------------------------------------
+
+
+def screen_injection(text: str, channel: str | None = None) -> InjectionVerdict:
+    """The rule-based classifier (:mod:`graphmem.learn.injection`) as an :class:`InjectionVerdict`."""
+    from graphmem.learn.injection import score_injection
+
+    found = score_injection(text)
+    return InjectionVerdict.model_validate({
+        "is_injection": found.score >= 0.5, "score": min(1.0, max(0.0, found.score)),
+        "families": list(found.families), "reasons": list(found.reasons),
+    })
+
+
 # --- the LLM ---------------------------------------------------------------------------------
 
 _RULES: dict[str, tuple[Callable[..., BaseModel], tuple[str, ...], tuple[str, ...]]] = {
@@ -355,6 +370,7 @@ _RULES: dict[str, tuple[Callable[..., BaseModel], tuple[str, ...], tuple[str, ..
     "judge": (judge_output, ("output",), ("judge_name", "criteria", "input_text", "ground_truth", "reasoning")),
     "reflector": (reflect_failures, ("input_text", "output"), ("ground_truth", "reasoning", "verdicts")),
     "summary": (summarize, (), ("previous", "learnings", "removed", "max_bullets")),
+    "injection": (screen_injection, ("text",), ("channel",)),
 }
 
 
@@ -381,6 +397,10 @@ class OfflineLLM:
                 f"validate as {schema.__name__}: {e.error_count()} error(s)"
             ) from e
 
+    def judge_injection(self, text: str, *, channel: str = "unknown") -> InjectionVerdict:
+        """Screen ``text`` with the rule-based classifier (no network)."""
+        return screen_injection(text, channel)
+
 
 __all__ = [
     "OfflineLLM",
@@ -389,5 +409,6 @@ __all__ = [
     "judge_output",
     "reflect_episode",
     "reflect_failures",
+    "screen_injection",
     "summarize",
 ]
