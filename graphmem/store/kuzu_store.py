@@ -38,6 +38,9 @@ from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.locks import ReadWriteLock
 
 
+MAX_DB_SIZE = 1 << 40  # bytes of address space Kùzu may map for one database file
+
+
 def to_db_time(value: datetime | None) -> datetime | None:
     """A datetime as Kùzu stores it: naive UTC (Kùzu drops the offset without converting)."""
     if value is None:
@@ -114,7 +117,9 @@ class KuzuBase:
             if not self.path.parent.exists():
                 raise StoreError(f"the folder {self.path.parent} does not exist; create it first")
         try:
-            return kuzu.Database(where, read_only=self.read_only)
+            # Kùzu reserves max_db_size of address space per open database (8 TiB by default), so a
+            # process with a few dozen open files runs out of it; 1 TiB still bounds no real memory.
+            return kuzu.Database(where, read_only=self.read_only, max_db_size=MAX_DB_SIZE)
         except RuntimeError as e:
             msg = str(e)
             if "lock" in msg.lower():
