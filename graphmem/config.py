@@ -282,7 +282,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "p5_floor": _UNIT, "p5_drop_alert": _UNIT, "noise_max": _COUNT, "guard_rolling_window": _POSITIVE,
     "max_content_chars": _POSITIVE, "max_query_chars": _POSITIVE,
     "embed_query_threads": _COUNT, "embed_batch_threads": _COUNT,
-    "bm25_k1": _COUNT, "bm25_b": _UNIT, "injection_doubt_threshold": _UNIT, "injection_refuse_threshold": _UNIT,
+    "bm25_k1": _COUNT, "bm25_b": _UNIT, "injection_doubt_threshold": _COUNT, "injection_refuse_threshold": _COUNT,  # above 1: never
     "server_max_body_bytes": _POSITIVE, "server_write_queue": _POSITIVE, "server_retry_after_s": _COUNT,
     "cypher_timeout_ms": _POSITIVE, "cypher_max_rows": _POSITIVE, "server_refresh_interval_s": _COUNT,
     "server_cycle_interval_s": _COUNT,
