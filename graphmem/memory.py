@@ -419,16 +419,42 @@ class Memory(LearningsAPI, RetrievalAPI):
 
         return export.export_jsonl(self, path, min_confidence=min_confidence, feedback=feedback)
 
-    def export_graphml(self, path: str | os.PathLike[str]) -> ExportReport:
-        """Write the whole graph as GraphML through networkx. Returns an ExportReport."""
+    def export_graphml(self, path: str | os.PathLike[str], *, scope: str = "user") -> ExportReport:
+        """Write the graph as GraphML through networkx: this user's view (``scope="user"``, the
+        default, as :meth:`cypher`) or the whole file (``scope="all"``). Returns an ExportReport."""
         from graphmem import export
 
-        return export.export_graphml(self, path)
+        return export.export_graphml(self, path, scope=scope)
 
     # --- analysts ------------------------------------------------------------------------------
-    def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False) -> list[dict[str, Any]]:
-        """Run Cypher over the graph; rows as dicts. Read-only unless ``write=True``."""
-        rows = self.store.cypher(query, params, write=write)
+    def cypher(
+        self,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        write: bool = False,
+        force: bool = False,
+        scope: str = "user",
+    ) -> list[dict[str, Any]]:
+        """Run Cypher over the graph; rows as dicts.
+
+        ``scope="user"`` (the default) runs the query over this user's view of the file: their
+        own nodes, shared learnings and what those link to (other users' rows are not there).
+        ``scope="all"`` runs it over the whole file (an analyst or admin). Read-only unless
+        ``write=True``, which needs ``scope="all"``; ``force=True`` also lets a write change
+        graphmem's bookkeeping (the Meta table, the schema). See README "Analyst queries".
+        """
+        from graphmem.store import analyst
+
+        if scope not in ("user", "all"):
+            raise InvalidInputError(f"scope must be 'user' or 'all', got {scope!r}")
+        if write and scope != "all":
+            raise InvalidInputError(
+                "a write query runs over the whole file: pass scope='all' with write=True (CLI: --all-users --write)"
+            )
+        if scope == "user":
+            return analyst.user_cypher(self.store, self.user, query, params)
+        rows = self.store.cypher(query, params, write=write, force=force)
         if write:
             self.store.reload_catalogs()  # a raw write may have changed learnings behind our back
         return rows

@@ -24,7 +24,6 @@ from typing import Any
 import kuzu
 
 from graphmem.errors import (
-    CypherError,
     DatabaseLockedError,
     EmbedderMismatchError,
     ReadOnlyError,
@@ -291,42 +290,15 @@ class KuzuBase:
             except RuntimeError as e:
                 raise StoreError(f"write failed: {e}") from e
 
-    def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False) -> list[dict[str, Any]]:
-        """Run an analyst's Cypher; read-only (enforced by a read-only transaction) unless write."""
-        if not query or not query.strip():
-            raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
+    def cypher(
+        self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False, force: bool = False
+    ) -> list[dict[str, Any]]:
+        """Run an analyst's Cypher over the whole file; read-only unless write (see store/analyst.py)."""
         if self._deferred:
             self.flush_deferred()
-        if write:
-            if self.read_only:
-                raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
-            with self._write_lock:
-                try:
-                    return self._run(self._conn_main, query, params, cache=False)
-                except RuntimeError as e:
-                    raise CypherError(f"Cypher failed: {_first_line(e)}") from e
-        conn = self._conn()
-        if conn is self._conn_main:  # inside our own write transaction: plain read
-            try:
-                return self._run(conn, query, params, cache=False)
-            except RuntimeError as e:
-                raise CypherError(f"Cypher failed: {_first_line(e)}") from e
-        try:
-            conn.execute("BEGIN TRANSACTION READ ONLY")
-            try:
-                rows = self._run(conn, query, params, cache=False)
-            except RuntimeError as e:
-                _rollback(conn)
-                text = str(e)
-                if "read-only" in text or "read only" in text.lower():
-                    raise CypherError(
-                        "this query writes to the graph; pass write=True (CLI: --write) if you mean it"
-                    ) from e
-                raise CypherError(f"Cypher failed: {_first_line(e)}") from e
-            conn.execute("COMMIT")
-            return rows
-        except RuntimeError as e:
-            raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+        from graphmem.store import analyst
+
+        return analyst.run(self, query, params, write=write, force=force)
 
     def stats(self) -> dict[str, int]:
         """Row counts of every node table and edge table, by name."""
