@@ -104,6 +104,8 @@ class KuzuBase:
                 raise StoreError(f"{self.path} does not exist; create it first without read_only=True")
             if not self.path.parent.exists():
                 raise StoreError(f"the folder {self.path.parent} does not exist; create it first")
+            if not self.read_only and not self.path.exists():  # built aside, then linked in whole
+                migrations.create_file(self.path, self.dim, self.embedder_name)
         try:
             return kuzu.Database(where, read_only=self.read_only)
         except RuntimeError as e:
