@@ -50,6 +50,7 @@ from graphmem.models import (
 from graphmem.outcomes import OutcomeReport  # outcomes and lifecycle (issue 6)
 from graphmem.promote import PromoteReport, SweepReport
 from graphmem.store import open_store, release_store
+from graphmem.store.health import DoctorReport
 from graphmem.summaries import SummaryService
 
 __all__ = ["HashEmbedder", "Memory"]
@@ -458,6 +459,14 @@ class Memory(LearningsAPI, RetrievalAPI):
         if write:
             self.store.reload_catalogs()  # a raw write may have changed learnings behind our back
         return rows
+
+    def doctor(self, repair: bool = False) -> DoctorReport:
+        """Check the file for problems: values graphmem cannot use, missing Meta bookkeeping,
+        links to nodes that are gone, catalogs out of step with the file. ``repair=True`` fixes
+        what can be fixed (see :func:`graphmem.store.health.repair`). Returns a DoctorReport."""
+        from graphmem.store import health
+
+        return health.doctor(self.store, repair_it=bool(repair), embed=self.embedder.embed)
 
     def stats(self) -> dict[str, int]:
         """Node counts per table and edge counts per type."""

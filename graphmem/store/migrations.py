@@ -20,7 +20,7 @@ from pathlib import Path
 
 import kuzu
 
-from graphmem.errors import SchemaVersionError, StoreError
+from graphmem.errors import EmbedderMismatchError, SchemaVersionError, StoreError
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent.parent / "schema"
 _PACKAGED_SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schema"
@@ -73,6 +73,20 @@ def read_meta(conn: kuzu.Connection) -> dict[str, str]:
         return {}
     rows = result.get_all() if not isinstance(result, list) else result[0].get_all()
     return {str(k): str(v) for k, v in rows}
+
+
+def _embedding_dim(conn: kuzu.Connection) -> int | None:
+    """The dimension of Learning.embedding in the file, None without a Learning table."""
+    try:
+        result = conn.execute("CALL table_info('Learning') RETURN name, type")
+    except RuntimeError:
+        return None
+    rows = result.get_all() if not isinstance(result, list) else result[-1].get_all()
+    for name, type_ in rows:
+        m = re.fullmatch(r"FLOAT\[(\d+)\]", str(type_).upper())
+        if name == "embedding" and m:
+            return int(m.group(1))
+    return None
 
 
 def _set_meta(conn: kuzu.Connection, key: str, value: str) -> None:
@@ -158,6 +172,13 @@ def migrate(conn: kuzu.Connection, dim: int, embedder_name: str) -> int:
             f"this database has schema version {current}, but this graphmem only knows up to "
             f"{target}: upgrade graphmem (pip install -U graphmem) to open it"
         )
+    if "dim" not in meta:  # Meta lost (or a new file): the vectors already there decide
+        stored = _embedding_dim(conn)
+        if stored is not None and stored != dim:
+            raise EmbedderMismatchError(
+                f"this file's Meta bookkeeping is missing and its vectors have {stored} dims, but "
+                f"this Memory's embedder has {dim}: open it with the embedder that built it"
+            )
     for mig in available():
         if mig.version <= current:
             continue
