@@ -309,6 +309,7 @@ def _meta(conn: kuzu.Connection) -> list[tuple[str, str]]:
 # --- the per-user view --------------------------------------------------------------------------
 _VOCABULARY = ("Tool", "Topic", "Entity", "ObjectiveType")
 _NOT_IN_USER_VIEW = frozenset({"RELATED"})
+_REBUILD_ABOVE = 2000  # nodes: above this, emptying the view means creating it again
 
 
 def _rows(conn: kuzu.Connection, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
@@ -367,22 +368,25 @@ def _predicate(table: str, columns: list[str], alias: str) -> str | None:
     return f"({alias}.user_id = $u{shared})"
 
 
-def _select(conn: kuzu.Connection, table: _Table, user: str) -> list[dict[str, Any]]:
-    """The rows of ``table`` the user may see (vocabulary tables are handled by the edges)."""
-    cols = table.names
-    where = _predicate(table.name, cols, "n")
+def _select(conn: kuzu.Connection, table: _Table, user: str) -> pa.Table | None:
+    """The rows of ``table`` the user may see, as Arrow in the table's column order (vocabulary
+    tables are handled by the edges: None)."""
+    where = _predicate(table.name, table.names, "n")
     if where is not None:
-        q = f"MATCH (n:{table.name}) WHERE {where} RETURN n"
+        match = f"MATCH (n:{table.name}) WHERE {where}"
     elif table.name == "Transition":
-        q = "MATCH (l:Learning)-[:HAS_TRANSITION]->(n:Transition) WHERE l.user_id = $u OR l.shared = true RETURN DISTINCT n"
+        match = "MATCH (l:Learning)-[:HAS_TRANSITION]->(n:Transition) WHERE l.user_id = $u OR l.shared = true"
     elif table.name == "Verdict":
-        q = "MATCH (t:Trace)-[:JUDGED]->(n:Verdict) WHERE t.user_id = $u RETURN DISTINCT n"
+        match = "MATCH (t:Trace)-[:JUDGED]->(n:Verdict) WHERE t.user_id = $u"
     elif table.name in ("Meta", "Judge"):
-        q = f"MATCH (n:{table.name}) RETURN n"
+        match = f"MATCH (n:{table.name})"
     else:
-        return []
-    params = {"u": user} if "$u" in q else None
-    return [{k: r[0].get(k) for k in cols} for r in _rows(conn, q, params)]
+        return None
+    columns = ", ".join(f"n.`{c}` AS `{c}`" for c in table.names)
+    result = conn.execute(f"{match} RETURN {columns}", {"u": user} if "$u" in match else {})
+    if isinstance(result, list):  # pragma: no cover
+        result = result[-1]
+    return result.get_as_arrow(chunk_size=1_000_000)
 
 
 def _copy(conn: kuzu.Connection, table_name: str, arrays: dict[str, pa.Array], options: str = "") -> None:
@@ -398,12 +402,10 @@ class UserView:
     """
 
     def __init__(self, dim: int) -> None:
-        self.db = kuzu.Database(":memory:")
-        self.conn = kuzu.Connection(self.db)
+        self.dim = dim
         self.lock = threading.Lock()
-        for mig in migrations.available():
-            for stmt in mig.statements(dim):
-                self.conn.execute(stmt)  # DDL, then the full-text indexes (on empty tables)
+        self.size = 0  # nodes copied in by the last fill
+        self._create()
         self.nodes, self.rels = _schema(self.conn)
         self.connections = {
             rel: [tuple(str(x) for x in r) for r in _rows(self.conn, f"CALL show_connection('{rel}') RETURN *")]
@@ -414,15 +416,40 @@ class UserView:
             for rel in self.rels
         }
 
+    def _create(self) -> None:
+        self.db = kuzu.Database(":memory:")
+        self.conn = kuzu.Connection(self.db)
+        self.fts: list[str] = []  # full-text indexes are built only for queries that search
+        for mig in migrations.available():
+            for stmt in mig.statements(self.dim):
+                if stmt.upper().startswith("CALL "):
+                    self.fts.append(stmt)
+                else:
+                    self.conn.execute(stmt)
+
     def clear(self) -> None:
-        """Remove every node and edge; refuse to go on if anything is left."""
-        self.conn.execute("MATCH (n) DETACH DELETE n")
+        """Remove every node, edge and index; refuse to go on if anything is left.
+
+        Deleting rows one by one costs ~0.1 ms each in Kùzu, so a large view is dropped whole and
+        the schema created again (~0.2 s) instead.
+        """
+        if self.size > _REBUILD_ABOVE:
+            with suppress(RuntimeError):
+                self.conn.close()
+                self.db.close()
+            self._create()
+        else:
+            for table, index in _rows(self.conn, "CALL show_indexes() RETURN table_name, index_name"):
+                self.conn.execute(f"CALL DROP_FTS_INDEX('{table}', '{index}')")
+            self.conn.execute("MATCH (n) DETACH DELETE n")
+        self.size = 0
         left = _rows(self.conn, "MATCH (n) RETURN count(n)")[0][0]
         if left:  # pragma: no cover - DETACH DELETE removes everything
             raise CypherError("the per-user view could not be emptied; retry")
 
-    def fill(self, source: kuzu.Connection, user: str) -> None:
-        """Empty the view, then copy into it what ``user`` may see of ``source``."""
+    def fill(self, source: kuzu.Connection, user: str, *, search: bool = False) -> None:
+        """Empty the view, then copy into it what ``user`` may see of ``source`` (with the
+        full-text indexes when ``search``)."""
         self.clear()
         conn = self.conn
         kept: dict[str, set[Any]] = {}
@@ -430,8 +457,12 @@ class UserView:
             if name in _VOCABULARY:
                 continue
             rows = _select(source, table, user)
-            kept[name] = {r[table.pk] for r in rows}
-            _copy_nodes(conn, table, rows)
+            if rows is None:
+                continue
+            kept[name] = set(rows.column(table.pk).to_pylist())
+            self.size += rows.num_rows
+            if rows.num_rows:
+                _copy_table(conn, name, rows)
         vocab: dict[str, set[Any]] = {v: set() for v in _VOCABULARY if v in self.nodes}
         edges: dict[tuple[str, str, str], list[list[Any]]] = {}
         for rel, pairs_of_tables in self.connections.items():
@@ -469,6 +500,9 @@ class UserView:
                 arrays[col] = pa.array([p[2 + i] for p in found], type=_arrow_type(type_))
             _copy(conn, rel, arrays, f"(from='{src}', to='{dst}')")
         self._relate()
+        if search:
+            for stmt in self.fts:
+                conn.execute(stmt)
 
     def _relate(self) -> None:
         """RELATED recounted from the view's own learnings (the file's counts span every user)."""
@@ -497,6 +531,11 @@ class UserView:
             _copy(self.conn, "RELATED", arrays, f"(from='{src}', to='{dst}')")
 
 
+def _copy_table(conn: kuzu.Connection, table_name: str, rows: pa.Table) -> None:
+    view_table = rows  # noqa: F841 -- Kùzu scans the Python variable by name
+    conn.execute(f"COPY {table_name} FROM view_table")
+
+
 def _copy_nodes(conn: kuzu.Connection, table: _Table, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
@@ -517,7 +556,7 @@ def _view_of(store: KuzuBase) -> UserView:
 
 
 @contextmanager
-def user_view(store: KuzuBase, user: str) -> Iterator[kuzu.Connection]:
+def user_view(store: KuzuBase, user: str, *, search: bool = False) -> Iterator[kuzu.Connection]:
     """A connection to a private in-memory copy of what ``user`` may see, emptied afterwards."""
     if store._deferred:
         store.flush_deferred()
@@ -529,7 +568,7 @@ def user_view(store: KuzuBase, user: str) -> Iterator[kuzu.Connection]:
             if own_tx:
                 source.execute("BEGIN TRANSACTION READ ONLY")  # one consistent snapshot to copy
             try:
-                view.fill(source, user)
+                view.fill(source, user, search=search)
             finally:
                 if own_tx:
                     _rollback(source)
@@ -548,7 +587,8 @@ def user_cypher(store: KuzuBase, user: str, query: str, params: Mapping[str, Any
     if not query or not query.strip():
         raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
     check_text(query, write=False, force=False)  # before the copy: no work for a refused query
-    with user_view(store, user) as conn:
+    search = any(kind == "word" and text.upper() == "QUERY_FTS_INDEX" for kind, text in tokens(query))
+    with user_view(store, user, search=search) as conn:
         return read_only(conn, query, params, in_transaction=False)
 
 
