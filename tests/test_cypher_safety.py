@@ -352,3 +352,12 @@ def test_cli_cypher_and_export_are_scoped(filled: Memory, db_path: Path, tmp_pat
     assert _cli(db_path, "bob", "export", "--graphml", str(everything), "--all-users").exit_code == 0
     assert "1234" not in mine.read_text(encoding="utf-8")
     assert "1234" in everything.read_text(encoding="utf-8")
+
+
+def test_user_view_copies_vectors_when_the_query_names_them(filled: Memory) -> None:
+    rows = filled.cypher("MATCH (l:Learning) RETURN l.embedding AS e")
+    assert len(rows) == 2 and all(r["e"] is not None and len(r["e"]) == filled.embedder.dim for r in rows)
+    sims = filled.cypher(
+        "MATCH (a:Learning), (b:Learning) WHERE a.id < b.id RETURN array_cosine_similarity(a.embedding, b.embedding) AS s"
+    )
+    assert len(sims) == 1 and sims[0]["s"] is not None

@@ -28,7 +28,8 @@ verdicts of the user's traces, the judges, the vocabulary nodes (tools, topics, 
 types) the user's nodes link to (by name only: their counters and dates are file-wide, so left
 empty), the edges between copied nodes, and RELATED recounted from the copied learnings alone.
 The query cannot see anything else, whatever it is, because nothing else is there. The copy costs
-time proportional to the user's part of the file (~0.1-0.2 s for a small one).
+time proportional to the user's part of the file (~0.1-0.2 s for a small one); vector columns
+are copied only for queries that name them, full-text indexes built only for queries that search.
 """
 
 from __future__ import annotations
@@ -368,9 +369,9 @@ def _predicate(table: str, columns: list[str], alias: str) -> str | None:
     return f"({alias}.user_id = $u{shared})"
 
 
-def _select(conn: kuzu.Connection, table: _Table, user: str) -> pa.Table | None:
+def _select(conn: kuzu.Connection, table: _Table, user: str, *, vectors: bool) -> pa.Table | None:
     """The rows of ``table`` the user may see, as Arrow in the table's column order (vocabulary
-    tables are handled by the edges: None)."""
+    tables are handled by the edges: None). Without ``vectors``, vector columns are left NULL."""
     where = _predicate(table.name, table.names, "n")
     if where is not None:
         match = f"MATCH (n:{table.name}) WHERE {where}"
@@ -382,11 +383,23 @@ def _select(conn: kuzu.Connection, table: _Table, user: str) -> pa.Table | None:
         match = f"MATCH (n:{table.name})"
     else:
         return None
-    columns = ", ".join(f"n.`{c}` AS `{c}`" for c in table.names)
+    skipped = {c for c, t, _ in table.columns if not vectors and _is_vector(t)}
+    columns = ", ".join(f"n.`{c}` AS `{c}`" for c in table.names if c not in skipped)
     result = conn.execute(f"{match} RETURN {columns}", {"u": user} if "$u" in match else {})
     if isinstance(result, list):  # pragma: no cover
         result = result[-1]
-    return result.get_as_arrow(chunk_size=1_000_000)
+    rows = result.get_as_arrow(chunk_size=1_000_000)
+    if not skipped:
+        return rows
+    arrays = [
+        pa.nulls(rows.num_rows, type=_arrow_type(t)) if c in skipped else rows.column(c)
+        for c, t, _ in table.columns
+    ]
+    return pa.table(arrays, names=table.names)
+
+
+def _is_vector(kuzu_type: str) -> bool:
+    return re.fullmatch(r"(FLOAT|DOUBLE)\[\d+\]", kuzu_type.upper()) is not None
 
 
 def _copy(conn: kuzu.Connection, table_name: str, arrays: dict[str, pa.Array], options: str = "") -> None:
@@ -447,16 +460,16 @@ class UserView:
         if left:  # pragma: no cover - DETACH DELETE removes everything
             raise CypherError("the per-user view could not be emptied; retry")
 
-    def fill(self, source: kuzu.Connection, user: str, *, search: bool = False) -> None:
+    def fill(self, source: kuzu.Connection, user: str, *, search: bool = False, vectors: bool = True) -> None:
         """Empty the view, then copy into it what ``user`` may see of ``source`` (with the
-        full-text indexes when ``search``)."""
+        full-text indexes when ``search``; vectors left NULL unless ``vectors``)."""
         self.clear()
         conn = self.conn
         kept: dict[str, set[Any]] = {}
         for name, table in self.nodes.items():
             if name in _VOCABULARY:
                 continue
-            rows = _select(source, table, user)
+            rows = _select(source, table, user, vectors=vectors)
             if rows is None:
                 continue
             kept[name] = set(rows.column(table.pk).to_pylist())
@@ -556,7 +569,9 @@ def _view_of(store: KuzuBase) -> UserView:
 
 
 @contextmanager
-def user_view(store: KuzuBase, user: str, *, search: bool = False) -> Iterator[kuzu.Connection]:
+def user_view(
+    store: KuzuBase, user: str, *, search: bool = False, vectors: bool = True
+) -> Iterator[kuzu.Connection]:
     """A connection to a private in-memory copy of what ``user`` may see, emptied afterwards."""
     if store._deferred:
         store.flush_deferred()
@@ -568,7 +583,7 @@ def user_view(store: KuzuBase, user: str, *, search: bool = False) -> Iterator[k
             if own_tx:
                 source.execute("BEGIN TRANSACTION READ ONLY")  # one consistent snapshot to copy
             try:
-                view.fill(source, user, search=search)
+                view.fill(source, user, search=search, vectors=vectors)
             finally:
                 if own_tx:
                     _rollback(source)
@@ -587,8 +602,10 @@ def user_cypher(store: KuzuBase, user: str, query: str, params: Mapping[str, Any
     if not query or not query.strip():
         raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
     check_text(query, write=False, force=False)  # before the copy: no work for a refused query
-    search = any(kind == "word" and text.upper() == "QUERY_FTS_INDEX" for kind, text in tokens(query))
-    with user_view(store, user, search=search) as conn:
+    words = {text.upper() for kind, text in tokens(query) if kind in ("word", "quoted")}
+    search = "QUERY_FTS_INDEX" in words
+    vectors = bool(words & {"EMBEDDING", "`EMBEDDING`", "CENTROID", "`CENTROID`", "QUERY_VECTOR_INDEX"})
+    with user_view(store, user, search=search, vectors=vectors) as conn:
         return read_only(conn, query, params, in_transaction=False)
 
 
@@ -596,7 +613,7 @@ def user_graph(store: KuzuBase, user: str) -> tuple[list[dict[str, Any]], list[d
     """The nodes and edges of ``user``'s view, as :meth:`AnalyticsStore.graph_nodes`/``graph_edges``."""
     from graphmem.store.analytics import graph_edges, graph_nodes
 
-    with user_view(store, user) as conn:
+    with user_view(store, user, vectors=False) as conn:  # GraphML leaves vectors out anyway
 
         def read(query: str) -> list[dict[str, Any]]:
             result = conn.execute(query)
