@@ -288,12 +288,14 @@ def resolve_id(mem: Any, ident: str) -> str:
 @command("cypher")
 def cypher_cmd(
     query: str = typer.Argument(..., help="A Cypher query."),
-    write: bool = typer.Option(False, "--write", help="Allow the query to write."),
+    write: bool = typer.Option(False, "--write", help="Allow the query to write (needs --all-users)."),
+    all_users: bool = typer.Option(False, "--all-users", help="Query the whole file, not only --user's view."),
+    force: bool = typer.Option(False, "--force", help="Let a write change graphmem's Meta table or schema."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Run Cypher over the learnings graph (read-only unless --write)."""
+    """Run Cypher over --user's view of the graph, or the whole file with --all-users (read-only unless --write)."""
     mem = open_memory()
-    rows = mem.cypher(query, write=write)
+    rows = mem.cypher(query, write=write, force=force, scope="all" if all_users else "user")
     if json_out:
         print_json(rows)
     else:

@@ -126,7 +126,8 @@ def insights_cmd(
 @command("export")
 def export_cmd(
     jsonl: Path = typer.Option(None, "--jsonl", help="Write successful episodes as chat-format training pairs."),
-    graphml: Path = typer.Option(None, "--graphml", help="Write the whole graph as GraphML (networkx)."),
+    graphml: Path = typer.Option(None, "--graphml", help="Write --user's view of the graph as GraphML (networkx)."),
+    all_users: bool = typer.Option(False, "--all-users", help="GraphML: the whole file, every user's nodes."),
     min_confidence: float = typer.Option(0.0, "--min-confidence", help="JSONL: keep episodes with confidence >= X."),
     feedback: str = typer.Option("any", "--feedback", help="JSONL: positive (explicit praise only) or any."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -139,7 +140,7 @@ def export_cmd(
     if jsonl is not None:
         reports.append(mem.export_jsonl(jsonl, min_confidence=min_confidence, feedback=feedback))
     if graphml is not None:
-        reports.append(mem.export_graphml(graphml))
+        reports.append(mem.export_graphml(graphml, scope="all" if all_users else "user"))
     if json_out:
         print_json(reports)
         return

@@ -236,23 +236,32 @@ def _attr(name: str, reserved: str) -> str:
     return f"{name}_" if name == reserved else name
 
 
-def graph(mem: Memory) -> Any:
-    """The whole graph as a ``networkx.MultiDiGraph`` (vectors left out, properties as strings).
+def graph(mem: Memory, *, scope: str = "user") -> Any:
+    """The graph as a ``networkx.MultiDiGraph`` (vectors left out, properties as strings).
 
+    ``scope="user"``: this user's view of the file (as ``Memory.cypher``); ``"all"``: every node.
     Node ids are "Label:key" (the node's primary key); each node has a ``label`` attribute and
     each edge a ``type`` attribute (its Kùzu rel table) plus its properties.
     """
     import networkx as nx
 
+    from graphmem.store import analyst
+
+    if scope == "user":
+        nodes, edges = analyst.user_graph(mem.store, mem.user)
+    elif scope == "all":
+        nodes, edges = mem.store.graph_nodes(), mem.store.graph_edges()
+    else:
+        raise InvalidInputError(f"scope must be 'user' or 'all', got {scope!r}")
     g = nx.MultiDiGraph()
     names: dict[str, str] = {}
-    for node in mem.store.graph_nodes():
+    for node in nodes:
         props = node["properties"]
         pk = props.get("id", props.get("name", props.get("key")))
         ident = f"{node['label']}:{pk if pk is not None else node['key']}"
         names[node["key"]] = ident
         g.add_node(ident, label=node["label"], **{_attr(k, "label"): _string(v) for k, v in props.items()})
-    for edge in mem.store.graph_edges():
+    for edge in edges:
         src, dst = names.get(edge["src"]), names.get(edge["dst"])
         if src is None or dst is None:
             continue
@@ -261,11 +270,12 @@ def graph(mem: Memory) -> Any:
     return g
 
 
-def export_graphml(mem: Memory, path: str | os.PathLike[str]) -> ExportReport:
-    """Write the whole graph to ``path`` as GraphML (readable by networkx, Gephi, yEd, Cytoscape)."""
+def export_graphml(mem: Memory, path: str | os.PathLike[str], *, scope: str = "user") -> ExportReport:
+    """Write the graph to ``path`` as GraphML (readable by networkx, Gephi, yEd, Cytoscape):
+    this user's view (``scope="user"``) or the whole file (``scope="all"``)."""
     import networkx as nx
 
     target = _target(path)
-    g = graph(mem)
+    g = graph(mem, scope=scope)
     nx.write_graphml(g, str(target))
     return ExportReport(path=str(target), format="graphml", nodes=g.number_of_nodes(), edges=g.number_of_edges())

@@ -62,6 +62,7 @@ from graphmem.models import (
 from graphmem.outcomes import OutcomeReport  # outcomes and lifecycle (issue 6)
 from graphmem.promote import PromoteReport, SweepReport
 from graphmem.store import open_store, release_store
+from graphmem.store.health import DoctorReport
 from graphmem.summaries import SummaryService
 from graphmem.trust import own_objective
 
@@ -476,24 +477,58 @@ class Memory(LearningsAPI, RetrievalAPI):
         min_confidence, feedback = require_unit("min_confidence", min_confidence), require_choice("feedback", feedback, ("any", "positive"))
         return export.export_jsonl(self, path, min_confidence=min_confidence, feedback=feedback)
 
-    def export_graphml(self, path: str | os.PathLike[str]) -> ExportReport:
-        """Write the whole graph as GraphML through networkx. Returns an ExportReport."""
+    def export_graphml(self, path: str | os.PathLike[str], *, scope: str = "user") -> ExportReport:
+        """Write the graph as GraphML through networkx: this user's view (``scope="user"``, the
+        default, as :meth:`cypher`) or the whole file (``scope="all"``). Returns an ExportReport."""
         from graphmem import export
 
         require_path("path", path)
-        return export.export_graphml(self, path)
+        return export.export_graphml(self, path, scope=scope)
 
     # --- analysts ------------------------------------------------------------------------------
     def cypher(
-        self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False, timeout_ms: int | None = None
+        self,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        write: bool = False,
+        force: bool = False,
+        scope: str = "user",
+        timeout_ms: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Run Cypher over the graph; rows as dicts. Read-only unless ``write=True``; a read-only
-        query running longer than ``timeout_ms`` is stopped (CypherError)."""
-        write, query = require_bool("write", write), check_string("query", query)
-        rows = self.store.cypher(query, cypher_params(params), write=write, timeout_ms=timeout_ms)
+        """Run Cypher over the graph; rows as dicts.
+
+        ``scope="user"`` (the default) runs the query over this user's view of the file: their
+        own nodes, shared learnings and what those link to (other users' rows are not there).
+        ``scope="all"`` runs it over the whole file (an analyst or admin). Read-only unless
+        ``write=True``, which needs ``scope="all"``; ``force=True`` also lets a write change
+        graphmem's bookkeeping (the Meta table, the schema). A read-only query running longer
+        than ``timeout_ms`` is stopped (CypherError). See README "Analyst queries".
+        """
+        from graphmem.store import analyst
+
+        write, force = require_bool("write", write), require_bool("force", force)
+        query, params = check_string("query", query), cypher_params(params)
+        if scope not in ("user", "all"):
+            raise InvalidInputError(f"scope must be 'user' or 'all', got {scope!r}")
+        if write and scope != "all":
+            raise InvalidInputError(
+                "a write query runs over the whole file: pass scope='all' with write=True (CLI: --all-users --write)"
+            )
+        if scope == "user":
+            return analyst.user_cypher(self.store, self.user, query, params, timeout_ms=timeout_ms)
+        rows = self.store.cypher(query, params, write=write, force=force, timeout_ms=timeout_ms)
         if write:
             self.store.reload_catalogs()  # a raw write may have changed learnings behind our back
         return rows
+
+    def doctor(self, repair: bool = False) -> DoctorReport:
+        """Check the file for problems: values graphmem cannot use, missing Meta bookkeeping,
+        links to nodes that are gone, catalogs out of step with the file. ``repair=True`` fixes
+        what can be fixed (see :func:`graphmem.store.health.repair`). Returns a DoctorReport."""
+        from graphmem.store import health
+
+        return health.doctor(self.store, repair_it=bool(repair), embed=self.embedder.embed)
 
     def stats(self, *, all_users: bool = False) -> dict[str, int]:
         """This user's node counts per table and edge counts per type (the rows they own and the

@@ -178,7 +178,7 @@ def test_ttl_and_pruning(make_memory: Callable[..., Memory], clock: Any) -> None
     new = m.add_learning("Use the new template", kind="preference")
     old = m.add_learning("Use the old template", kind="preference")
     m.cypher("MATCH (l:Learning) WHERE l.id IN [$a, $b] SET l.superseded_by = $n",
-             {"a": old.id, "b": keep.id, "n": new.id}, write=True)
+             {"a": old.id, "b": keep.id, "n": new.id}, write=True, scope="all")
     clock.advance(days=31)
     report = m.run_cycle()
     pruned = {c.learning_id: c.reason for c in report.pruned}

@@ -42,7 +42,7 @@ def test_add_learning_links_tool_topic_entity_and_objective_type(mem: Memory) ->
         ("send_email", "Acme", "email style", "email"),
         ("send_email", "Dana", "email style", "email"),
     ]
-    related = mem.cypher("MATCH (a:Entity)-[r:RELATED]-(b) RETURN a.name AS a, b.name AS b, r.weight AS w")
+    related = mem.cypher("MATCH (a:Entity)-[r:RELATED]-(b) RETURN a.name AS a, b.name AS b, r.weight AS w", scope="all")
     assert {"Dana", "Acme", "email style"} <= {r["a"] for r in related} | {r["b"] for r in related}
 
 
@@ -183,8 +183,8 @@ def test_cypher_read_only_unless_write(mem: Memory) -> None:
     with pytest.raises(CypherError, match="write=True"):
         mem.cypher("CREATE (:Tool {name: 'x', success_count: 0, error_count: 0})")
     assert mem.cypher("MATCH (t:Tool) RETURN count(t) AS n")[0]["n"] == 0
-    mem.cypher("CREATE (:Tool {name: 'x', success_count: 0, error_count: 0})", write=True)
-    assert mem.cypher("MATCH (t:Tool) RETURN t.name AS name") == [{"name": "x"}]
+    mem.cypher("CREATE (:Tool {name: 'x', success_count: 0, error_count: 0})", write=True, scope="all")
+    assert mem.cypher("MATCH (t:Tool) RETURN t.name AS name", scope="all") == [{"name": "x"}]
 
 
 def test_invalid_cypher(mem: Memory) -> None:
@@ -252,7 +252,7 @@ def test_an_older_schema_is_migrated_forward(db_path: Path, monkeypatch: pytest.
 def test_newer_schema_is_refused(make_memory, db_path: Path) -> None:  # type: ignore[no-untyped-def]
     mem = make_memory()
     assert mem.store.schema_version == migrations.latest_version()
-    mem.cypher("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '999'", write=True)
+    mem.cypher("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '999'", write=True, force=True, scope="all")
     mem.close()
     with pytest.raises(SchemaVersionError, match="upgrade graphmem"):
         Memory(db_path, embedder=HashEmbedder(), llm=object())

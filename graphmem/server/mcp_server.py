@@ -141,7 +141,7 @@ def build_mcp(*, owner: Owner | None = None, memory: Memory | None = None) -> MC
         def fn(mem: Memory, who: Principal) -> dict[str, Any]:
             if not (who.role == "admin" or (who.role == "analyst" and "*" in who.users)):
                 raise ToolError("Cypher reads every user's data: it needs an admin key or an analyst key granted all users")
-            rows = mem.cypher(query, timeout_ms=settings.cypher_timeout_ms)
+            rows = mem.cypher(query, scope="all", timeout_ms=settings.cypher_timeout_ms)
             limit = settings.cypher_max_rows
             return {"rows": _jsonable(rows[:limit]), "truncated": len(rows) > limit}
         return dict(await run(ctx, fn))

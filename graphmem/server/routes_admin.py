@@ -39,7 +39,8 @@ def cypher(body: s.CypherRequest, request: Request, who: Principal = Depends(pri
     settings = owner.settings
     try:
         mem = owner.memory(who.user)
-        rows = read(request, lambda: mem.cypher(body.query, body.params or None, timeout_ms=settings.cypher_timeout_ms))
+        rows = read(request, lambda: mem.cypher(body.query, body.params or None, scope="all",
+                                                timeout_ms=settings.cypher_timeout_ms))
     except CypherError as e:
         if "writes to the graph" in str(e):
             raise CypherError("this query writes to the graph; the server runs Cypher read-only (MATCH ... RETURN): "

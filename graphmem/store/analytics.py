@@ -7,7 +7,7 @@ of outcome histories, never by the live loop (``Memory.context``/``record_outcom
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -114,33 +114,47 @@ class AnalyticsStore(KuzuBase):
         return [objective_from_row(r) for r in rows]
 
     # --- the whole graph (for GraphML) --------------------------------------------------------
-    def _tables(self, kind: str) -> list[str]:
-        return [t["name"] for t in self.read("CALL show_tables() RETURN name, type") if t["type"] == kind]
-
     def graph_nodes(self) -> list[dict[str, Any]]:
         """Every node: {"key", "label", "properties"} with vectors dropped.
 
         ``key`` is the internal id as "table:offset", stable for one read of the file.
         """
-        out = []
-        for table in self._tables("NODE"):
-            for r in self.read(f"MATCH (n:{table}) RETURN n"):
-                node = r["n"]
-                props = {k: v for k, v in node.items() if not k.startswith("_") and k not in _VECTOR_PROPS}
-                out.append({"key": _internal(node["_id"]), "label": node["_label"], "properties": props})
-        return out
+        return graph_nodes(self.read)
 
     def graph_edges(self) -> list[dict[str, Any]]:
         """Every edge: {"src", "dst", "type", "properties"}, endpoints as graph_nodes' keys."""
-        out = []
-        for table in self._tables("REL"):
-            for r in self.read(f"MATCH ()-[r:{table}]->() RETURN r"):
-                rel = r["r"]
-                props = {k: v for k, v in rel.items() if not k.startswith("_")}
-                out.append(
-                    {"src": _internal(rel["_src"]), "dst": _internal(rel["_dst"]), "type": rel["_label"], "properties": props}
-                )
-        return out
+        return graph_edges(self.read)
+
+
+Reader = Callable[[str], list[dict[str, Any]]]
+
+
+def _tables(read: Reader, kind: str) -> list[str]:
+    return [t["name"] for t in read("CALL show_tables() RETURN name, type") if t["type"] == kind]
+
+
+def graph_nodes(read: Reader) -> list[dict[str, Any]]:
+    """Every node readable through ``read`` (see :meth:`AnalyticsStore.graph_nodes`)."""
+    out = []
+    for table in _tables(read, "NODE"):
+        for r in read(f"MATCH (n:{table}) RETURN n"):
+            node = r["n"]
+            props = {k: v for k, v in node.items() if not k.startswith("_") and k not in _VECTOR_PROPS}
+            out.append({"key": _internal(node["_id"]), "label": node["_label"], "properties": props})
+    return out
+
+
+def graph_edges(read: Reader) -> list[dict[str, Any]]:
+    """Every edge readable through ``read`` (see :meth:`AnalyticsStore.graph_edges`)."""
+    out = []
+    for table in _tables(read, "REL"):
+        for r in read(f"MATCH ()-[r:{table}]->() RETURN r"):
+            rel = r["r"]
+            props = {k: v for k, v in rel.items() if not k.startswith("_")}
+            out.append(
+                {"src": _internal(rel["_src"]), "dst": _internal(rel["_dst"]), "type": rel["_label"], "properties": props}
+            )
+    return out
 
 
 def _internal(ident: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ import numpy as np
 
 from graphmem.errors import NotFoundError
 from graphmem.models import Event, Objective, utcnow
+from graphmem.store import health
 from graphmem.store.kuzu_store import KuzuBase, dumps, from_db_time, loads, to_db_time
 from graphmem.store.text import search_text
 
@@ -132,7 +133,7 @@ class EventStore(KuzuBase):
         )
         if isinstance(result, list):
             result = result[-1]
-        table = result.get_as_arrow(chunk_size=1_000_000)
+        table = health.split_rows(self, "Event", result.get_as_arrow(chunk_size=1_000_000))  # bad rows left out
         n = table.num_rows
         if n == 0:
             self.event_catalog.load([], [], np.zeros((0, self.dim), np.float32))

@@ -26,7 +26,6 @@ from typing import Any
 import kuzu
 
 from graphmem.errors import (
-    CypherError,
     DatabaseLockedError,
     EmbedderMismatchError,
     ReadOnlyError,
@@ -36,7 +35,6 @@ from graphmem.inputs import check_db_params
 from graphmem.store import migrations
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.locks import ReadWriteLock
-
 
 MAX_DB_SIZE = 1 << 40  # bytes of address space Kùzu may map for one database file
 
@@ -116,6 +114,8 @@ class KuzuBase:
                 raise StoreError(f"{self.path} does not exist; create it first without read_only=True")
             if not self.path.parent.exists():
                 raise StoreError(f"the folder {self.path.parent} does not exist; create it first")
+            if not self.read_only and not self.path.exists():  # built aside, then linked in whole
+                migrations.create_file(self.path, self.dim, self.embedder_name)
         try:
             # Kùzu reserves max_db_size of address space per open database (8 TiB by default), so a
             # process with a few dozen open files runs out of it; 1 TiB still bounds no real memory.
@@ -410,64 +410,27 @@ class KuzuBase:
             raise StoreError(f"write failed: {e}") from e
 
     def cypher(
-        self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False, timeout_ms: int | None = None
+        self,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        write: bool = False,
+        force: bool = False,
+        timeout_ms: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Run an analyst's Cypher; read-only (enforced by a read-only transaction) unless write.
+        """Run an analyst's Cypher over the whole file; read-only unless write (see store/analyst.py).
 
-        ``timeout_ms`` interrupts a read-only query that runs longer (CypherError says so)."""
-        if timeout_ms and not write:
-            conn = self._conn()
-            if conn is not self._conn_main:
-                conn.set_query_timeout(int(timeout_ms))
-                try:
-                    return self.cypher(query, params)
-                except CypherError as e:
-                    if "interrupt" in str(e).lower() or "timeout" in str(e).lower():
-                        raise CypherError(
-                            f"the query ran longer than {timeout_ms} ms and was stopped; narrow it "
-                            "(a WHERE, a LIMIT) or ask for a higher Settings.cypher_timeout_ms"
-                        ) from e
-                    raise
-                finally:
-                    conn.set_query_timeout(0)
-        if not query or not query.strip():
-            raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
+        ``timeout_ms`` stops a read-only query that runs longer (CypherError says so)."""
         if self._deferred:
             self.flush_deferred()
-        if write:
-            if self.read_only:
-                raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
-            with self.exclusive():
-                try:
-                    return self._run(self._conn_main, query, params, cache=False)
-                except RuntimeError as e:
-                    raise CypherError(f"Cypher failed: {_first_line(e)}") from e
-        with self._lock.shared():
-            return self._read_only_cypher(query, params)
+        from graphmem.store import analyst
 
-    def _read_only_cypher(self, query: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-        conn = self._conn()
-        if conn is self._conn_main:  # inside our own write transaction: plain read
-            try:
-                return self._run(conn, query, params, cache=False)
-            except RuntimeError as e:
-                raise CypherError(f"Cypher failed: {_first_line(e)}") from e
-        try:
-            conn.execute("BEGIN TRANSACTION READ ONLY")
-            try:
-                rows = self._run(conn, query, params, cache=False)
-            except RuntimeError as e:
-                _rollback(conn)
-                text = str(e)
-                if "read-only" in text or "read only" in text.lower():
-                    raise CypherError(
-                        "this query writes to the graph; pass write=True (CLI: --write) if you mean it"
-                    ) from e
-                raise CypherError(f"Cypher failed: {_first_line(e)}") from e
-            conn.execute("COMMIT")
-            return rows
-        except RuntimeError as e:
-            raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+        if not timeout_ms or write:
+            return analyst.run(self, query, params, write=write, force=force)
+        with self._lock.shared():
+            conn = self._conn()
+            with analyst.time_limit(conn, timeout_ms):
+                return analyst.run(self, query, params, write=False, force=force)
 
     def stats(self) -> dict[str, int]:
         """Row counts of every node table and edge table, by name."""

@@ -9,9 +9,11 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
-from graphmem.errors import NotFoundError
+from graphmem.errors import NotFoundError, StoreError
 from graphmem.models import Learning, LearningLinks, Transition
+from graphmem.store import health
 from graphmem.store.anchors import anchors_of
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE
 from graphmem.store.kuzu_store import KuzuBase, from_db_time, to_db_time
@@ -50,7 +52,13 @@ def learning_from_row(row: dict[str, Any]) -> Learning:
         data[p] = int(data[p] or 0)
     data["version"] = int(data["version"] or 1)
     data["shared"] = bool(data["shared"])
-    return Learning.model_validate(data)
+    try:
+        return Learning.model_validate(data)
+    except ValidationError as e:
+        raise StoreError(
+            f"learning {data.get('id')} holds values graphmem cannot use ({e.errors()[0].get('msg', e)}); "
+            "run `graphmem doctor --repair` (or Memory.doctor(repair=True))"
+        ) from e
 
 
 def _copy(learning: Learning) -> Learning:
@@ -308,7 +316,7 @@ class LearningStore(KuzuBase):
         result = self.execute_read(f"MATCH (l:Learning) RETURN {proj}")
         if isinstance(result, list):
             result = result[-1]
-        table = result.get_as_arrow(chunk_size=1_000_000)
+        table = health.split_rows(self, "Learning", result.get_as_arrow(chunk_size=1_000_000))  # bad rows left out
         n = table.num_rows
         # Keep the rows (Arrow holds them compactly): get_learning builds a model from them on
         # demand for any learning not written since, instead of a Kùzu round trip.

@@ -1,0 +1,658 @@
+"""Analyst Cypher, made safe: read-only that cannot write, and a per-user view that cannot leak.
+
+**Read-only queries** pass four gates, each enforced by Kùzu itself where it can be:
+
+1. *Statement kind* (a small Cypher lexer that skips strings, comments and quoted names): the
+   query must start with MATCH, OPTIONAL MATCH, UNWIND, WITH, RETURN or CALL of a catalog or
+   search function, and must not use the clauses that reach outside the graph (COPY, LOAD FROM,
+   EXPORT/IMPORT DATABASE, ATTACH, INSTALL, LOAD EXTENSION, USE) or control transactions
+   (BEGIN, COMMIT, ROLLBACK, CHECKPOINT). This gate runs first because Kùzu touches the file
+   system while it *binds* some of those statements (EXPORT creates the folder, LOAD FROM reads
+   the file to guess its columns).
+2. *One statement*: the query is prepared by Kùzu, which refuses strings with several statements
+   (``"COMMIT; MATCH (n) DETACH DELETE n"``).
+3. *The plan*: Kùzu's own physical plan (``EXPLAIN``) may only hold read operators, and its
+   table functions must be catalog or search functions (``show_tables``, ``QUERY_FTS_INDEX``...):
+   ``COPY_TO``, ``READ_CSV``, ``INSERT``, ``SET_PROPERTY``, ``DELETE``, ``MERGE`` and DDL are refused.
+4. *A read-only transaction*: the prepared statement runs inside ``BEGIN TRANSACTION READ ONLY``,
+   so Kùzu refuses any write that the gates above would have missed.
+
+**Write queries** (``write=True``) pass the same gates with write operators allowed; DDL (CREATE/
+DROP/ALTER TABLE) needs ``force=True``, and the query runs in a transaction that is rolled back
+when it changed graphmem's ``Meta`` bookkeeping without ``force=True``.
+
+**The per-user view** (:func:`user_cypher`, :func:`user_graph`) copies what one user may see into
+a private in-memory Kùzu database with graphmem's schema and runs the query there: the user's own
+nodes (every table with a ``user_id``), shared learnings, the transitions of those learnings, the
+verdicts of the user's traces, the judges, the vocabulary nodes (tools, topics, entities, objective
+types) the user's nodes link to (by name only: their counters and dates are file-wide, so left
+empty), the edges between copied nodes, and RELATED recounted from the copied learnings alone.
+The query cannot see anything else, whatever it is, because nothing else is there. The copy costs
+time proportional to the user's part of the file (~0.1-0.2 s for a small one); vector columns
+are copied only for queries that name them, full-text indexes built only for queries that search.
+"""
+
+from __future__ import annotations
+
+import importlib.util  # noqa: F401  -- Kùzu's COPY from pyarrow needs it imported first
+import re
+import threading
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, Any
+
+import kuzu
+import pyarrow as pa
+
+from graphmem.errors import CypherError, ReadOnlyError
+from graphmem.store import migrations
+
+if TYPE_CHECKING:
+    from graphmem.store.kuzu_store import KuzuBase
+
+# --- gate 1: statement kind ---------------------------------------------------------------------
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<line_comment>//[^\n]*)
+  | (?P<block_comment>/\*.*?\*/)
+  | (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
+  | (?P<quoted>`(?:[^`]|``)*`)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<other>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_READ_STARTS = frozenset({"MATCH", "OPTIONAL", "UNWIND", "WITH", "RETURN", "CALL"})
+_WRITE_STARTS = _READ_STARTS | {"CREATE", "MERGE"}
+_DDL_STARTS = frozenset({"DROP", "ALTER"})  # CREATE NODE/REL TABLE is caught by the plan
+# Clauses that reach outside the graph or control transactions: refused anywhere, always.
+_NEVER = frozenset(
+    {"LOAD", "COPY", "EXPORT", "IMPORT", "ATTACH", "DETACH_DATABASE", "INSTALL", "USE",
+     "BEGIN", "COMMIT", "ROLLBACK", "CHECKPOINT"}
+)
+# Table functions an analyst may CALL: catalog and search functions, which only read.
+READ_FUNCTIONS = frozenset(
+    {"SHOW_TABLES", "TABLE_INFO", "SHOW_CONNECTION", "SHOW_INDEXES", "CURRENT_SETTING",
+     "DB_VERSION", "SHOW_WARNINGS", "QUERY_FTS_INDEX", "QUERY_VECTOR_INDEX"}
+)
+# --- gate 3: the plan ------------------------------------------------------------------------------
+READ_OPERATORS = frozenset(
+    {"RESULT_COLLECTOR", "PROJECTION", "SCAN_NODE_TABLE", "SCAN_REL_TABLE", "PRIMARY_KEY_SCAN_NODE_TABLE",
+     "FILTER", "FLATTEN", "HASH_JOIN_BUILD", "HASH_JOIN_PROBE", "INTERSECT", "INTERSECT_BUILD",
+     "CROSS_PRODUCT", "AGGREGATE", "AGGREGATE_FINALIZE", "AGGREGATE_SCAN", "ORDER_BY", "ORDER_BY_MERGE",
+     "ORDER_BY_SCAN", "TOP_K", "TOP_K_SCAN", "LIMIT", "SKIP", "MULTIPLICITY_REDUCER", "UNION_ALL_SCAN",
+     "UNWIND", "RECURSIVE_EXTEND", "PATH_PROPERTY_PROBE", "SEMI_MASKER", "DUMMY_SINK", "EMPTY_RESULT",
+     "TABLE_FUNCTION_CALL"}
+)
+WRITE_OPERATORS = frozenset({"INSERT", "SET_PROPERTY", "DELETE", "MERGE"})
+DDL_OPERATORS = frozenset({"CREATE_TABLE", "DROP", "ALTER"})
+# Functions the plan itself uses to read intermediate results; not callable by name.
+_PLAN_FUNCTIONS = frozenset({"READ_FTABLE"})
+_OPERATOR = re.compile(r"│\s*([A-Z][A-Z_]*)\[\d+\]\s*│")
+_FUNCTION = re.compile(r"Function:\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+_WRITE_HINT = "this query writes to the graph; pass write=True (CLI: --write) if you mean it"
+
+
+def tokens(query: str) -> list[tuple[str, str]]:
+    """The query's meaningful tokens as (kind, text): kinds word, string, quoted, other."""
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(query):
+        m = _TOKEN.match(query, pos)
+        if m is None or m.end() == pos:  # pragma: no cover - the pattern always matches a char
+            raise CypherError("could not read the Cypher query")
+        kind = m.lastgroup or "other"
+        text = m.group()
+        if kind == "other" and text in "'\"`":
+            raise CypherError("the Cypher query has an unterminated string or quoted name; close it")
+        if kind == "other" and query.startswith("/*", pos):
+            raise CypherError("the Cypher query has an unterminated /* comment; close it")
+        if kind not in ("ws", "line_comment", "block_comment"):
+            out.append((kind, text))
+        pos = m.end()
+    return out
+
+
+def check_text(query: str, *, write: bool, force: bool) -> None:
+    """Gate 1: refuse statement kinds and clauses an analyst query may not use."""
+    toks = tokens(query)
+    words = [t for t in toks if t[0] == "word"]
+    if not toks:
+        raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
+    if toks[0][0] != "word":
+        raise CypherError(f"the Cypher query starts with {toks[0][1]!r}; start it with MATCH, WITH, UNWIND, RETURN or CALL")
+    first = toks[0][1].upper()
+    allowed = _WRITE_STARTS if write else _READ_STARTS
+    if first in _DDL_STARTS and write and not force:
+        raise CypherError(
+            f"{first} changes graphmem's schema and can break the file; pass force=True (CLI: --force) "
+            "only if you know what graphmem needs"
+        )
+    if first not in allowed and not (write and force and first in _DDL_STARTS):
+        if first in _NEVER or first in ("DETACH", "PROFILE", "EXPLAIN", "COMMENT"):
+            raise CypherError(f"{first} statements are not allowed in analyst Cypher (only graph queries are)")
+        if not write and first in ("CREATE", "MERGE", "DELETE", "DROP", "ALTER", "SET"):
+            raise CypherError(_WRITE_HINT)
+        raise CypherError(f"{first} statements are not allowed in analyst Cypher; start with MATCH, WITH, UNWIND, RETURN or CALL")
+    for i, (kind, text) in enumerate(toks):
+        if kind != "word":
+            continue
+        after_dot = i > 0 and toks[i - 1] == ("other", ".")
+        upper = text.upper()
+        if after_dot:
+            continue  # a property name such as n.use
+        if upper in _NEVER:
+            raise CypherError(
+                f"{upper} is not allowed in analyst Cypher: it reads or writes files, loads code or "
+                "controls transactions; query the graph only"
+            )
+        if upper == "CALL":
+            name = toks[i + 1][1].upper() if i + 1 < len(toks) and toks[i + 1][0] == "word" else ""
+            has_paren = i + 2 < len(toks) and toks[i + 2] == ("other", "(")
+            if name not in READ_FUNCTIONS or not has_paren:
+                raise CypherError(
+                    f"CALL {name or '...'} is not allowed in analyst Cypher; callable functions: "
+                    + ", ".join(sorted(f.lower() for f in READ_FUNCTIONS))
+                )
+    del words
+
+
+def plan(conn: kuzu.Connection, query: str, params: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
+    """Gate 3's input: the operators and table functions of Kùzu's physical plan for ``query``."""
+    result = conn.execute("EXPLAIN " + query, dict(params or {}))
+    if isinstance(result, list):  # pragma: no cover - the query was prepared as one statement
+        raise CypherError("pass a single Cypher statement")
+    rows: list[Any] = list(result.get_all())
+    text = "\n".join(str(next(iter(r))) for r in rows)
+    return _OPERATOR.findall(text), [f.upper() for f in _FUNCTION.findall(text)]
+
+
+def check_plan(operators: list[str], functions: list[str], *, write: bool, force: bool) -> None:
+    """Gate 3: every operator and table function of the plan must be allowed."""
+    if not operators:
+        raise CypherError("this statement is not allowed in analyst Cypher (Kùzu gives it no query plan)")
+    allowed = set(READ_OPERATORS)
+    if write:
+        allowed |= WRITE_OPERATORS
+        if force:
+            allowed |= DDL_OPERATORS
+    for op in operators:
+        if op in allowed:
+            continue
+        if op in WRITE_OPERATORS:
+            raise CypherError(_WRITE_HINT)
+        if op in DDL_OPERATORS and write:
+            raise CypherError(
+                "this query changes graphmem's schema and can break the file; pass force=True "
+                "(CLI: --force) only if you know what graphmem needs"
+            )
+        raise CypherError(f"this query needs the operator {op}, which analyst Cypher does not allow (only graph reads and writes)")
+    for fn in functions:
+        if fn not in READ_FUNCTIONS and fn not in _PLAN_FUNCTIONS:
+            raise CypherError(f"this query calls {fn}, which analyst Cypher does not allow (it reads files or changes the database)")
+
+
+def prepare(conn: kuzu.Connection, query: str) -> Any:
+    """Gate 2: Kùzu's prepared statement for ``query``; refuses several statements."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            stmt = conn.prepare(query)
+        except RuntimeError as e:
+            raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+    if not stmt.is_success():
+        msg = stmt.get_error_message()
+        if "multiple statements" in msg:
+            raise CypherError("pass one Cypher statement at a time (no ';' between statements)")
+        raise CypherError(f"Cypher failed: {_first_line(msg)}")
+    return stmt
+
+
+def _execute(conn: kuzu.Connection, stmt: Any, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        result = conn.execute(stmt, dict(params or {}))
+    if isinstance(result, list):  # pragma: no cover - prepared statements are single
+        raise CypherError("pass a single Cypher statement")
+    names = result.get_column_names()
+    return [dict(zip(names, row)) for row in result.get_all()]
+
+
+def checked(conn: kuzu.Connection, query: str, params: Mapping[str, Any] | None, *, write: bool, force: bool) -> Any:
+    """Gates 1-3 for ``query`` on ``conn``; returns the prepared statement."""
+    check_text(query, write=write, force=force)
+    stmt = prepare(conn, query)
+    try:
+        operators, functions = plan(conn, query, params)
+    except RuntimeError as e:
+        raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+    check_plan(operators, functions, write=write, force=force)
+    return stmt
+
+
+def read_only(conn: kuzu.Connection, query: str, params: Mapping[str, Any] | None, *, in_transaction: bool) -> list[dict[str, Any]]:
+    """Run ``query`` after the gates, inside a read-only transaction (gate 4) unless one is open."""
+    stmt = checked(conn, query, params, write=False, force=False)
+    if in_transaction:  # inside graphmem's own write transaction on this connection
+        try:
+            return _execute(conn, stmt, params)
+        except RuntimeError as e:
+            raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+    try:
+        conn.execute("BEGIN TRANSACTION READ ONLY")
+    except RuntimeError as e:
+        raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+    try:
+        rows = _execute(conn, stmt, params)
+    except RuntimeError as e:
+        _rollback(conn)
+        text = str(e).lower()
+        if "read-only" in text or "read only" in text:
+            raise CypherError(_WRITE_HINT) from e
+        raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+    except BaseException:
+        _rollback(conn)
+        raise
+    _rollback(conn)  # nothing to commit: a read-only transaction
+    return rows
+
+
+def run(store: KuzuBase, query: str, params: Mapping[str, Any] | None, *, write: bool, force: bool) -> list[dict[str, Any]]:
+    """The body of :meth:`KuzuBase.cypher` (whole file): read-only unless ``write``."""
+    if not query or not query.strip():
+        raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
+    if not write:
+        with store._lock.shared():  # never beside a write (full-text reads during one abort Kùzu)
+            conn = store._conn()
+            return read_only(conn, query, params, in_transaction=conn is store._conn_main)
+    if store.read_only:
+        raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
+    with store.exclusive():
+        conn = store._conn_main
+        stmt = checked(conn, query, params, write=True, force=force)
+        outer = store._tx_depth > 0
+        try:
+            if not outer:
+                conn.execute("BEGIN TRANSACTION")
+            before = _meta(conn)
+            rows = _execute(conn, stmt, params)
+            if not force and _meta(conn) != before:
+                raise CypherError(
+                    "this query changes graphmem's Meta bookkeeping (embedder, dimension, schema "
+                    "version), which can make the file unopenable; rolled back. Pass force=True "
+                    "(CLI: --force) only to repair it on purpose"
+                )
+        except RuntimeError as e:
+            if not outer:
+                _rollback(conn)
+            raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+        except BaseException:
+            if not outer:
+                _rollback(conn)
+            raise
+        if not outer:
+            try:
+                conn.execute("COMMIT")
+            except RuntimeError as e:
+                raise CypherError(f"commit failed: {_first_line(e)}") from e
+        return rows
+
+
+def _meta(conn: kuzu.Connection) -> list[tuple[str, str]]:
+    result = conn.execute("MATCH (m:Meta) RETURN m.key, m.value ORDER BY m.key")
+    if isinstance(result, list):  # pragma: no cover
+        result = result[-1]
+    return [(str(k), str(v)) for k, v in result.get_all()]
+
+
+# --- the per-user view --------------------------------------------------------------------------
+_VOCABULARY = ("Tool", "Topic", "Entity", "ObjectiveType")
+_NOT_IN_USER_VIEW = frozenset({"RELATED"})
+_REBUILD_ABOVE = 2000  # nodes: above this, emptying the view means creating it again
+
+
+def _rows(conn: kuzu.Connection, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+    result = conn.execute(query, dict(params or {}))
+    if isinstance(result, list):  # pragma: no cover
+        result = result[-1]
+    return [list(r) for r in result.get_all()]
+
+
+def _arrow_type(kuzu_type: str) -> pa.DataType:
+    t = kuzu_type.upper()
+    fixed = re.fullmatch(r"(FLOAT|DOUBLE)\[(\d+)\]", t)
+    if fixed:
+        return pa.list_(pa.float32() if fixed.group(1) == "FLOAT" else pa.float64(), int(fixed.group(2)))
+    simple = {
+        "STRING": pa.string(), "INT64": pa.int64(), "INT32": pa.int32(), "DOUBLE": pa.float64(),
+        "FLOAT": pa.float32(), "BOOL": pa.bool_(), "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"),
+        "STRING[]": pa.list_(pa.string()), "DATE": pa.date32(),
+    }
+    if t in simple:
+        return simple[t]
+    raise CypherError(f"the per-user view cannot copy properties of type {kuzu_type}")
+
+
+class _Table:
+    def __init__(self, name: str, columns: list[tuple[str, str, bool]]) -> None:
+        self.name = name
+        self.columns = columns  # (name, kuzu type, is primary key)
+
+    @property
+    def pk(self) -> str:
+        return next(c[0] for c in self.columns if c[2])
+
+    @property
+    def names(self) -> list[str]:
+        return [c[0] for c in self.columns]
+
+
+def _schema(conn: kuzu.Connection) -> tuple[dict[str, _Table], dict[str, list[str]]]:
+    nodes: dict[str, _Table] = {}
+    rels: dict[str, list[str]] = {}
+    for name, kind in _rows(conn, "CALL show_tables() RETURN name, type"):
+        info = _rows(conn, f"CALL table_info('{name}') RETURN *")
+        if kind == "NODE":
+            nodes[name] = _Table(name, [(str(r[1]), str(r[2]), bool(r[4])) for r in info])
+        elif kind == "REL":
+            rels[name] = [str(r[1]) for r in info]
+    return nodes, rels
+
+
+def _predicate(table: str, columns: list[str], alias: str) -> str | None:
+    """The Cypher condition for rows of ``table`` the user ($u) may see; None: no such rule."""
+    if "user_id" not in columns:
+        return None
+    shared = f" OR {alias}.shared = true" if table == "Learning" and "shared" in columns else ""
+    return f"({alias}.user_id = $u{shared})"
+
+
+def _select(conn: kuzu.Connection, table: _Table, user: str, *, vectors: bool) -> pa.Table | None:
+    """The rows of ``table`` the user may see, as Arrow in the table's column order (vocabulary
+    tables are handled by the edges: None). Without ``vectors``, vector columns are left NULL."""
+    where = _predicate(table.name, table.names, "n")
+    if where is not None:
+        match = f"MATCH (n:{table.name}) WHERE {where}"
+    elif table.name == "Transition":
+        match = "MATCH (l:Learning)-[:HAS_TRANSITION]->(n:Transition) WHERE l.user_id = $u OR l.shared = true"
+    elif table.name == "Verdict":
+        match = "MATCH (t:Trace)-[:JUDGED]->(n:Verdict) WHERE t.user_id = $u"
+    elif table.name in ("Meta", "Judge"):
+        match = f"MATCH (n:{table.name})"
+    else:
+        return None
+    skipped = {c for c, t, _ in table.columns if not vectors and _is_vector(t)}
+    columns = ", ".join(f"n.`{c}` AS `{c}`" for c in table.names if c not in skipped)
+    result = conn.execute(f"{match} RETURN {columns}", {"u": user} if "$u" in match else {})
+    if isinstance(result, list):  # pragma: no cover
+        result = result[-1]
+    rows = result.get_as_arrow(chunk_size=1_000_000)
+    if not skipped:
+        return rows
+    arrays = [
+        pa.nulls(rows.num_rows, type=_arrow_type(t)) if c in skipped else rows.column(c)
+        for c, t, _ in table.columns
+    ]
+    return pa.table(arrays, names=table.names)
+
+
+def _is_vector(kuzu_type: str) -> bool:
+    return re.fullmatch(r"(FLOAT|DOUBLE)\[\d+\]", kuzu_type.upper()) is not None
+
+
+def _copy(conn: kuzu.Connection, table_name: str, arrays: dict[str, pa.Array], options: str = "") -> None:
+    view_table = pa.table(arrays)  # noqa: F841 -- Kùzu scans the Python variable by name
+    conn.execute(f"COPY {table_name} FROM view_table {options}")
+
+
+class UserView:
+    """A private in-memory database with graphmem's schema, refilled for one user at a time.
+
+    Creating the schema and its full-text indexes costs ~0.5 s, so one view is kept per store
+    and emptied before (and after) each use; its lock makes uses one at a time.
+    """
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.lock = threading.Lock()
+        self.size = 0  # nodes copied in by the last fill
+        self._create()
+        self.nodes, self.rels = _schema(self.conn)
+        self.connections = {
+            rel: [tuple(str(x) for x in r) for r in _rows(self.conn, f"CALL show_connection('{rel}') RETURN *")]
+            for rel in self.rels
+        }
+        self.rel_columns = {
+            rel: [(str(r[1]), str(r[2])) for r in _rows(self.conn, f"CALL table_info('{rel}') RETURN *")]
+            for rel in self.rels
+        }
+
+    def _create(self) -> None:
+        self.db = kuzu.Database(":memory:")
+        self.conn = kuzu.Connection(self.db)
+        self.fts: list[str] = []  # full-text indexes are built only for queries that search
+        for mig in migrations.available():
+            for stmt in mig.statements(self.dim):
+                if stmt.upper().startswith("CALL "):
+                    self.fts.append(stmt)
+                else:
+                    self.conn.execute(stmt)
+
+    def clear(self) -> None:
+        """Remove every node, edge and index; refuse to go on if anything is left.
+
+        Deleting rows one by one costs ~0.1 ms each in Kùzu, so a large view is dropped whole and
+        the schema created again (~0.2 s) instead.
+        """
+        if self.size > _REBUILD_ABOVE:
+            with suppress(RuntimeError):
+                self.conn.close()
+                self.db.close()
+            self._create()
+        else:
+            for table, index in _rows(self.conn, "CALL show_indexes() RETURN table_name, index_name"):
+                self.conn.execute(f"CALL DROP_FTS_INDEX('{table}', '{index}')")
+            self.conn.execute("MATCH (n) DETACH DELETE n")
+        self.size = 0
+        left = _rows(self.conn, "MATCH (n) RETURN count(n)")[0][0]
+        if left:  # pragma: no cover - DETACH DELETE removes everything
+            raise CypherError("the per-user view could not be emptied; retry")
+
+    def fill(self, source: kuzu.Connection, user: str, *, search: bool = False, vectors: bool = True) -> None:
+        """Empty the view, then copy into it what ``user`` may see of ``source`` (with the
+        full-text indexes when ``search``; vectors left NULL unless ``vectors``)."""
+        self.clear()
+        conn = self.conn
+        kept: dict[str, set[Any]] = {}
+        for name, table in self.nodes.items():
+            if name in _VOCABULARY:
+                continue
+            rows = _select(source, table, user, vectors=vectors)
+            if rows is None:
+                continue
+            kept[name] = set(rows.column(table.pk).to_pylist())
+            self.size += rows.num_rows
+            if rows.num_rows:
+                _copy_table(conn, name, rows)
+        vocab: dict[str, set[Any]] = {v: set() for v in _VOCABULARY if v in self.nodes}
+        edges: dict[tuple[str, str, str], list[list[Any]]] = {}
+        for rel, pairs_of_tables in self.connections.items():
+            if rel in _NOT_IN_USER_VIEW:
+                continue
+            props = ", ".join(f"r.`{p}`" for p, _ in self.rel_columns[rel])
+            for src, dst, src_pk, dst_pk in pairs_of_tables:
+                if src not in kept:
+                    continue  # edges out of vocabulary nodes are RELATED only
+                where = _predicate(src, self.nodes[src].names, "a")
+                q = (
+                    f"MATCH (a:{src})-[r:{rel}]->(b:{dst})" + (f" WHERE {where}" if where else "")
+                    + f" RETURN a.`{src_pk}`, b.`{dst_pk}`" + (f", {props}" if props else "")
+                )
+                found = []
+                for row in _rows(source, q, {"u": user} if where else None):
+                    if row[0] not in kept[src]:
+                        continue
+                    if dst in vocab:
+                        vocab[dst].add(row[1])
+                    elif row[1] not in kept.get(dst, ()):
+                        continue
+                    found.append(row)
+                if found:
+                    edges[(rel, src, dst)] = found
+        for name, names in vocab.items():
+            table = self.nodes[name]
+            _copy_nodes(conn, table, [{table.pk: n} for n in sorted(names)])
+        for (rel, src, dst), found in edges.items():
+            arrays: dict[str, pa.Array] = {
+                "from": pa.array([p[0] for p in found], type=pa.string()),
+                "to": pa.array([p[1] for p in found], type=pa.string()),
+            }
+            for i, (col, type_) in enumerate(self.rel_columns[rel]):
+                arrays[col] = pa.array([p[2 + i] for p in found], type=_arrow_type(type_))
+            _copy(conn, rel, arrays, f"(from='{src}', to='{dst}')")
+        self._relate()
+        if search:
+            for stmt in self.fts:
+                conn.execute(stmt)
+
+    def _relate(self) -> None:
+        """RELATED recounted from the view's own learnings (the file's counts span every user)."""
+        if "RELATED" not in self.rels:
+            return
+        anchors: dict[str, set[tuple[str, str]]] = {}
+        q = "MATCH (l:Learning)-[:ABOUT_TOPIC|MENTIONS]->(x) RETURN l.id, label(x), x.name"
+        for lid, label, name in _rows(self.conn, q):
+            if label in ("Topic", "Entity"):
+                anchors.setdefault(str(lid), set()).add((str(label), str(name)))
+        counts: dict[tuple[tuple[str, str], tuple[str, str]], int] = {}
+        for found in anchors.values():
+            ordered = sorted(found)
+            for i, a in enumerate(ordered):
+                for b in ordered[i + 1 :]:
+                    counts[(a, b)] = counts.get((a, b), 0) + 1
+        by_labels: dict[tuple[str, str], list[tuple[str, str, int]]] = {}
+        for (a, b), weight in counts.items():
+            by_labels.setdefault((a[0], b[0]), []).append((a[1], b[1], weight))
+        for (src, dst), rows in by_labels.items():
+            arrays = {
+                "from": pa.array([r[0] for r in rows], type=pa.string()),
+                "to": pa.array([r[1] for r in rows], type=pa.string()),
+                "weight": pa.array([r[2] for r in rows], type=pa.int64()),
+            }
+            _copy(self.conn, "RELATED", arrays, f"(from='{src}', to='{dst}')")
+
+
+def _copy_table(conn: kuzu.Connection, table_name: str, rows: pa.Table) -> None:
+    view_table = rows  # noqa: F841 -- Kùzu scans the Python variable by name
+    conn.execute(f"COPY {table_name} FROM view_table")
+
+
+def _copy_nodes(conn: kuzu.Connection, table: _Table, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    arrays = {c: pa.array([r.get(c) for r in rows], type=_arrow_type(t)) for c, t, _ in table.columns}
+    _copy(conn, table.name, arrays)
+
+
+_VIEWS_LOCK = threading.Lock()
+
+
+def _view_of(store: KuzuBase) -> UserView:
+    with _VIEWS_LOCK:
+        view: UserView | None = getattr(store, "_graphmem_user_view", None)
+        if view is None:
+            view = UserView(store.dim)
+            store._graphmem_user_view = view  # type: ignore[attr-defined]
+        return view
+
+
+@contextmanager
+def user_view(
+    store: KuzuBase, user: str, *, search: bool = False, vectors: bool = True
+) -> Iterator[kuzu.Connection]:
+    """A connection to a private in-memory copy of what ``user`` may see, emptied afterwards."""
+    if store._deferred:
+        store.flush_deferred()
+    view = _view_of(store)
+    with store._lock.shared(), view.lock:  # the copy is one consistent read of the file
+        source = store._conn()
+        own_tx = source is not store._conn_main
+        try:
+            if own_tx:
+                source.execute("BEGIN TRANSACTION READ ONLY")  # one consistent snapshot to copy
+            try:
+                view.fill(source, user, search=search, vectors=vectors)
+            finally:
+                if own_tx:
+                    _rollback(source)
+        except RuntimeError as e:
+            with suppress(RuntimeError):
+                view.clear()
+            raise CypherError(f"building the per-user view failed: {_first_line(e)}") from e
+        try:
+            yield view.conn
+        finally:
+            view.clear()
+
+
+@contextmanager
+def time_limit(conn: kuzu.Connection, timeout_ms: int | None) -> Iterator[None]:
+    """Stop queries on ``conn`` that run longer than ``timeout_ms`` (None or 0: no limit)."""
+    if not timeout_ms:
+        yield
+        return
+    conn.set_query_timeout(int(timeout_ms))
+    try:
+        yield
+    except CypherError as e:
+        if "interrupt" in str(e).lower() or "timeout" in str(e).lower():
+            raise CypherError(
+                f"the query ran longer than {timeout_ms} ms and was stopped; narrow it "
+                "(a WHERE, a LIMIT) or ask for a higher Settings.cypher_timeout_ms"
+            ) from e
+        raise
+    finally:
+        conn.set_query_timeout(0)
+
+
+def user_cypher(
+    store: KuzuBase, user: str, query: str, params: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None
+) -> list[dict[str, Any]]:
+    """Run a read-only ``query`` over ``user``'s view of the file (see the module docstring)."""
+    if not query or not query.strip():
+        raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
+    check_text(query, write=False, force=False)  # before the copy: no work for a refused query
+    words = {text.upper() for kind, text in tokens(query) if kind in ("word", "quoted")}
+    search = "QUERY_FTS_INDEX" in words
+    vectors = bool(words & {"EMBEDDING", "`EMBEDDING`", "CENTROID", "`CENTROID`", "QUERY_VECTOR_INDEX"})
+    with user_view(store, user, search=search, vectors=vectors) as conn, time_limit(conn, timeout_ms):
+        return read_only(conn, query, params, in_transaction=False)
+
+
+def user_graph(store: KuzuBase, user: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The nodes and edges of ``user``'s view, as :meth:`AnalyticsStore.graph_nodes`/``graph_edges``."""
+    from graphmem.store.analytics import graph_edges, graph_nodes
+
+    with user_view(store, user, vectors=False) as conn:  # GraphML leaves vectors out anyway
+
+        def read(query: str) -> list[dict[str, Any]]:
+            result = conn.execute(query)
+            if isinstance(result, list):  # pragma: no cover
+                result = result[-1]
+            names = result.get_column_names()
+            return [dict(zip(names, row)) for row in result.get_all()]
+
+        return graph_nodes(read), graph_edges(read)
+
+
+def _rollback(conn: kuzu.Connection) -> None:
+    with suppress(RuntimeError):
+        conn.execute("ROLLBACK")
+
+
+def _first_line(e: Exception | str) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
