@@ -387,13 +387,21 @@ class _Api:
 
     # --- analysts ---------------------------------------------------------------------------------
     def cypher(
-        self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False, timeout_ms: int | None = None
+        self,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        write: bool = False,
+        force: bool = False,
+        scope: str = "user",
+        timeout_ms: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Run read-only Cypher through the server (admin or all-users analyst key); rows as dicts.
-        The server applies its own time and row limits; ``write=True`` is refused."""
-        if write:
+        """Run read-only Cypher through the server; rows as dicts. ``scope="user"``: your own view;
+        ``"all"``: the whole file (admin or all-users analyst keys). The server applies its own time
+        and row limits; ``write=True`` is refused."""
+        if write or force:
             raise E.CypherError("the server runs Cypher read-only; change data through the Client's methods")
-        return self._send(_Req("POST", "/v1/cypher", {"query": query, "params": dict(params or {})},  # type: ignore[no-any-return]
+        return self._send(_Req("POST", "/v1/cypher", {"query": query, "params": dict(params or {}), "scope": scope},  # type: ignore[no-any-return]
                                parse=lambda d: d["rows"]))
 
     def stats(self, *, all_users: bool = False) -> dict[str, int]:
@@ -478,9 +486,11 @@ class Client(_Api):
             return req.parse(data) if req.parse else data
         raise AssertionError("unreachable")
 
-    def iter_cypher(self, query: str, params: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    def iter_cypher(
+        self, query: str, params: Mapping[str, Any] | None = None, *, scope: str = "user"
+    ) -> Iterator[dict[str, Any]]:
         """Stream the rows of a read-only query as they arrive (JSON lines)."""
-        body = _encode({"query": query, "params": dict(params or {})})
+        body = _encode({"query": query, "params": dict(params or {}), "scope": scope})
         with self._http.stream("POST", "/v1/cypher", content=body, headers={
             "Content-Type": "application/json", "Accept": "application/x-ndjson"}) as response:
             if response.status_code >= 400:
@@ -533,9 +543,11 @@ class AsyncClient(_Api):
             return req.parse(data) if req.parse else data
         raise AssertionError("unreachable")
 
-    async def iter_cypher(self, query: str, params: Mapping[str, Any] | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def iter_cypher(
+        self, query: str, params: Mapping[str, Any] | None = None, *, scope: str = "user"
+    ) -> AsyncIterator[dict[str, Any]]:
         """Stream the rows of a read-only query as they arrive (JSON lines)."""
-        body = _encode({"query": query, "params": dict(params or {})})
+        body = _encode({"query": query, "params": dict(params or {}), "scope": scope})
         async with self._http.stream("POST", "/v1/cypher", content=body, headers={
                 "Content-Type": "application/json", "Accept": "application/x-ndjson"}) as response:
             if response.status_code >= 400:

@@ -75,7 +75,7 @@ def test_same_content_from_eight_threads_is_stored_once(make_memory: Callable[..
             mem.add_learning(text, tool="send_email")
 
         assert _run_with_watchdog([add] * 8) == []
-        rows = mem.cypher("MATCH (l:Learning) WHERE l.content = $c RETURN l.validations AS v", {"c": text})
+        rows = mem.cypher("MATCH (l:Learning) WHERE l.content = $c RETURN l.validations AS v", {"c": text}, scope="all")
         assert len(rows) == 1, f"round {round_}: {len(rows)} rows for one content"
         assert rows[0]["v"] == 7  # the seven later adds each counted a validation
     assert mirror_mismatches(mem.store) == []
@@ -91,7 +91,7 @@ def test_outcome_right_after_context_in_many_threads(make_memory: Callable[..., 
             mem.record_outcome(ctx.id, success=i % 2 == 0)
 
     assert _run_with_watchdog([agent] * 6) == []
-    n = mem.cypher("MATCH (a:Application) WHERE a.outcome IS NOT NULL RETURN count(a) AS n")[0]["n"]
+    n = mem.cypher("MATCH (a:Application) WHERE a.outcome IS NOT NULL RETURN count(a) AS n", scope="all")[0]["n"]
     assert n == 6 * 25
     assert mirror_mismatches(mem.store) == []
 
@@ -129,7 +129,7 @@ def test_failed_deferred_write_is_kept_and_retried(make_memory: Callable[..., Me
     with pytest.raises(StoreError, match="kept to retry"):
         store.flush_deferred()
     store.flush_deferred()  # the retry succeeds: the write was not dropped
-    assert mem.cypher("MATCH (t:Topic {name: 'written late'}) RETURN count(t) AS n")[0]["n"] == 1
+    assert mem.cypher("MATCH (t:Topic {name: 'written late'}) RETURN count(t) AS n", scope="all")[0]["n"] == 1
 
 
 def test_long_single_thread_session_then_close(db_path: Path, make_memory: Callable[..., Memory]) -> None:
@@ -139,9 +139,9 @@ def test_long_single_thread_session_then_close(db_path: Path, make_memory: Calla
     ids = [mem.context(f"use tool {i % 7}", tool=f"tool{i % 7}").id for i in range(120)]
     mem.close()
     again = make_memory()
-    n = again.cypher("MATCH (a:Application) RETURN count(a) AS n")[0]["n"]
+    n = again.cypher("MATCH (a:Application) RETURN count(a) AS n", scope="all")[0]["n"]
     assert n == len(ids) == 120
-    assert again.cypher("MATCH (l:Learning) RETURN count(l) AS n")[0]["n"] == 5000
+    assert again.cypher("MATCH (l:Learning) RETURN count(l) AS n", scope="all")[0]["n"] == 5000
     assert mirror_mismatches(again.store) == []
 
 
@@ -163,7 +163,7 @@ def _fts_while_writing(path: str) -> None:  # runs in a child process
     t = threading.Thread(target=writer)
     t.start()
     for _ in range(150):
-        mem.cypher("CALL QUERY_FTS_INDEX('Learning', 'learning_fts', 'email') RETURN node.id AS id, score")
+        mem.cypher("CALL QUERY_FTS_INDEX('Learning', 'learning_fts', 'email') RETURN node.id AS id, score", scope="all")
         mem.context("email rule")
     stop.set()
     t.join()

@@ -107,9 +107,11 @@ def test_keys_and_roles(served: Served) -> None:
     with pytest.raises(ForbiddenError):
         ann.learnings(user="bob")  # not granted
     with pytest.raises(ForbiddenError):
-        ann.cypher("MATCH (l:Learning) RETURN count(l) AS n")  # Cypher needs an all-users grant
+        ann.cypher("MATCH (l:Learning) RETURN count(l) AS n", scope="all")  # the whole file needs an all-users grant
     with pytest.raises(ForbiddenError):
-        Client(url, api_key=served.keys["alice"]).cypher("MATCH (l:Learning) RETURN count(l) AS n")
+        Client(url, api_key=served.keys["alice"]).cypher("MATCH (l:Learning) RETURN count(l) AS n", scope="all")
+    own = Client(url, api_key=served.keys["alice"]).cypher("MATCH (l:Learning) RETURN DISTINCT l.user_id AS u")
+    assert {r["u"] for r in own} <= {"alice"}  # any key may query its own view
     with pytest.raises(ForbiddenError):
         Client(url, api_key=served.keys["alice"]).refresh_summaries(all_users=True)
     assert Client(url, api_key=served.keys["root"]).refresh_summaries(all_users=True) is not None
@@ -181,22 +183,23 @@ def test_cypher_read_only_limits_and_streaming(served: Served, alice: Client) ->
     for i in range(7):
         alice.add_learning(f"Cypher row test learning number {i}", tool="cyphertest")
     auditor = Client(served.url, api_key=served.keys["all"])
-    rows = auditor.cypher("MATCH (l:Learning) WHERE l.content STARTS WITH 'Cypher row' RETURN l.content AS c")
+    rows = auditor.cypher("MATCH (l:Learning) WHERE l.content STARTS WITH 'Cypher row' RETURN l.content AS c",
+                          scope="all")
     assert len(rows) == SETTINGS.cypher_max_rows  # row limit
-    r = httpx.post(f"{served.url}/v1/cypher", json={"query": "MATCH (l:Learning) RETURN l.id AS id"},
+    r = httpx.post(f"{served.url}/v1/cypher", json={"query": "MATCH (l:Learning) RETURN l.id AS id", "scope": "all"},
                    headers=served.headers("all"))
     assert r.json()["truncated"] is True
     with pytest.raises(CypherError, match="read-only"):
-        auditor.cypher("MATCH (l:Learning) SET l.confidence = 0.0 RETURN l.id")
+        auditor.cypher("MATCH (l:Learning) SET l.confidence = 0.0 RETURN l.id", scope="all")
     streamed = list(auditor.iter_cypher("MATCH (l:Learning) WHERE l.tool = $t RETURN l.content AS c",
-                                        {"t": "cyphertest"}))
+                                        {"t": "cyphertest"}, scope="all"))
     assert 0 < len(streamed) <= SETTINGS.cypher_max_rows and all("c" in row for row in streamed)
     slow = "UNWIND range(1, 4000) AS x UNWIND range(1, 4000) AS y WITH x * y AS z WHERE z % 7 = 3 RETURN count(*) AS n"
     tight = served.owner.settings.model_copy(update={"cypher_timeout_ms": 20})  # type: ignore[union-attr]
     served.owner.settings = tight  # type: ignore[union-attr]
     try:
         with pytest.raises(CypherError, match="longer than 20 ms"):
-            auditor.cypher(slow)
+            auditor.cypher(slow, scope="all")
     finally:
         served.owner.settings = SETTINGS  # type: ignore[union-attr]
 

@@ -94,7 +94,7 @@ def test_cli_against_the_server(served: Served, monkeypatch: pytest.MonkeyPatch)
     assert isinstance(json.loads(_cli(*alice, "refresh", "--force", "--json")), list)
     monkeypatch.setenv("GRAPHMEM_SERVER", served.url)  # the environment works as well as the options
     monkeypatch.setenv("GRAPHMEM_API_KEY", served.keys["all"])
-    rows = json.loads(_cli("cypher", "MATCH (l:Learning) WHERE l.user_id = 'alice' RETURN count(l) AS n", "--json"))
+    rows = json.loads(_cli("cypher", "--all-users", "MATCH (l:Learning) WHERE l.user_id = 'alice' RETURN count(l) AS n", "--json"))
     assert rows[0]["n"] >= 1
     from graphmem.cli import _register_groups, app
 

@@ -77,13 +77,13 @@ def test_sixteen_clients_mixed_load_no_errors_no_lost_writes(tmp_path: Path) -> 
             learnings = {l.id for l in m.learnings(limit=100_000)}
             assert set(ops["learnings"]) <= learnings
             rows = m.cypher("MATCH (e:Event) WHERE e.id IN $ids AND e.user_id = $u RETURN count(e) AS n",
-                            {"ids": ops["events"], "u": user})
+                            {"ids": ops["events"], "u": user}, scope="all")
             assert rows[0]["n"] == len(set(ops["events"]))
             rows = m.cypher("MATCH (a:Application) WHERE a.id IN $ids AND a.user_id = $u RETURN count(a) AS n",
-                            {"ids": ops["contexts"], "u": user})
+                            {"ids": ops["contexts"], "u": user}, scope="all")
             assert rows[0]["n"] == len(set(ops["contexts"]))
             rows = m.cypher("MATCH (a:Application) WHERE a.id IN $ids AND a.outcome IS NOT NULL RETURN count(a) AS n",
-                            {"ids": ops["outcomes"]})
+                            {"ids": ops["outcomes"]}, scope="all")
             assert rows[0]["n"] == len(set(ops["outcomes"]))
 
 
@@ -129,5 +129,5 @@ def test_kill_minus_9_mid_load_keeps_every_acknowledged_write(tmp_path: Path) ->
     events = [i for kind, i in acked if kind == "event"]
     with Memory(db, user="alice", embedder=HashEmbedder()) as mem:
         assert {l.id for l in mem.learnings(limit=100_000)} >= set(learnings)
-        rows = mem.cypher("MATCH (e:Event) WHERE e.id IN $ids RETURN count(e) AS n", {"ids": events})
+        rows = mem.cypher("MATCH (e:Event) WHERE e.id IN $ids RETURN count(e) AS n", {"ids": events}, scope="all")
         assert rows[0]["n"] == len(set(events))

@@ -335,12 +335,12 @@ def test_migration_rebuilds_co_occurrence_per_user(db_path: Path, monkeypatch: p
     old.cypher(  # the topic edge and the global co-occurrence count an older graphmem wrote
         "MERGE (t:Topic {name: 'merger talks'}) WITH t MATCH (l:Learning {id: $id}), (e:Entity {name: 'Dana'}) "
         "CREATE (l)-[:ABOUT_TOPIC]->(t), (t)-[:RELATED {weight: 1}]->(e)",
-        {"id": secret.id}, write=True,
+        {"id": secret.id}, write=True, scope="all",
     )
     old.close()
     monkeypatch.undo()
     mem = Memory(db_path, user="bob", embedder=HashEmbedder(), llm=object())
-    rows = mem.cypher("MATCH (a)-[r:RELATED]->(b) RETURN a.name AS a, b.name AS b, r.weight AS w, r.user_id AS u")
+    rows = mem.cypher("MATCH (a)-[r:RELATED]->(b) RETURN a.name AS a, b.name AS b, r.weight AS w, r.user_id AS u", scope="all")
     assert rows == [{"a": "merger talks", "b": "Dana", "w": 1, "u": "alice"}]
     assert mem.store.related_neighbours(["Dana"], [], 5, user="bob") == []
     assert mem.store.learning_catalog.anchors.neighbours([("entity", "Dana")], 5, "bob") == []

@@ -25,21 +25,23 @@ _ROW = TypeAdapter(dict[str, Any])
 
 @router.post("/cypher")
 def cypher(body: s.CypherRequest, request: Request, who: Principal = Depends(principal)) -> Response:
-    """Run read-only Cypher over the whole graph (admin keys, or analyst keys granted every user).
+    """Run read-only Cypher: over the key's user's own view (``scope: "user"``, any key) or over
+    the whole file (``scope: "all"``: admin keys, or analyst keys granted every user).
 
     Writes are refused (the query runs in a read-only transaction). The query is stopped after
     ``Settings.cypher_timeout_ms`` and returns at most ``Settings.cypher_max_rows`` rows
     (``truncated`` says when more matched). With ``Accept: application/x-ndjson`` the rows stream
     as JSON lines, and the last line is ``{"_truncated": true|false, "_rows": N}``.
     """
-    if not _sees_everyone(who):
-        raise ApiError(403, "Forbidden", "Cypher reads every user's data: it needs an admin key or an analyst key "
-                       "granted all users (graphmem keys add --role analyst --grant '*')")
+    if body.scope == "all" and not _sees_everyone(who):
+        raise ApiError(403, "Forbidden", "Cypher over the whole file reads every user's data: it needs an admin key "
+                       "or an analyst key granted all users (graphmem keys add --role analyst --grant '*'); "
+                       "scope 'user' runs over your own view")
     owner = owner_of(request)
     settings = owner.settings
     try:
         mem = owner.memory(who.user)
-        rows = read(request, lambda: mem.cypher(body.query, body.params or None, scope="all",
+        rows = read(request, lambda: mem.cypher(body.query, body.params or None, scope=body.scope,
                                                 timeout_ms=settings.cypher_timeout_ms))
     except CypherError as e:
         if "writes to the graph" in str(e):

@@ -7,7 +7,7 @@ refused (``extra="forbid"``) so a typo is an error that names the field, not a s
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -180,6 +180,7 @@ class CypherRequest(_Body):
 
     query: str
     params: dict[str, Any] = Field(default_factory=dict)
+    scope: Literal["user", "all"] = "user"  # the key's user's view, or the whole file (admin / all-users analyst)
 
 
 class JudgeRequest(_Body):

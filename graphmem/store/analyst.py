@@ -366,8 +366,11 @@ def _predicate(table: str, columns: list[str], alias: str) -> str | None:
     """The Cypher condition for rows of ``table`` the user ($u) may see; None: no such rule."""
     if "user_id" not in columns:
         return None
-    shared = f" OR {alias}.shared = true" if table == "Learning" and "shared" in columns else ""
-    return f"({alias}.user_id = $u{shared})"
+    if table == "Learning" and "shared" in columns:
+        return f"({alias}.user_id = $u OR {alias}.shared = true)"
+    if table == "Judge":  # the user's judges and the built-in ones every user has
+        return f"({alias}.user_id = $u OR {alias}.user_id IS NULL)"
+    return f"({alias}.user_id = $u)"
 
 
 def _select(conn: kuzu.Connection, table: _Table, user: str, *, vectors: bool) -> pa.Table | None:
@@ -513,12 +516,12 @@ class UserView:
             for i, (col, type_) in enumerate(self.rel_columns[rel]):
                 arrays[col] = pa.array([p[2 + i] for p in found], type=_arrow_type(type_))
             _copy(conn, rel, arrays, f"(from='{src}', to='{dst}')")
-        self._relate()
+        self._relate(user)
         if search:
             for stmt in self.fts:
                 conn.execute(stmt)
 
-    def _relate(self) -> None:
+    def _relate(self, user: str) -> None:
         """RELATED recounted from the view's own learnings (the file's counts span every user)."""
         if "RELATED" not in self.rels:
             return
@@ -542,6 +545,8 @@ class UserView:
                 "to": pa.array([r[1] for r in rows], type=pa.string()),
                 "weight": pa.array([r[2] for r in rows], type=pa.int64()),
             }
+            if any(col == "user_id" for col, _ in self.rel_columns["RELATED"]):
+                arrays["user_id"] = pa.array([user] * len(rows), type=pa.string())
             _copy(self.conn, "RELATED", arrays, f"(from='{src}', to='{dst}')")
 
 
