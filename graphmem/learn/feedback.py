@@ -13,13 +13,19 @@ Failure modes, all documented no-ops or errors:
 - non-owner message: logged, never a learning, returns ``[]``;
 - the LLM fails or its answer does not validate (LLMError / LLMValidationError): the event stays
   logged, the error is logged on the ``graphmem.learn`` logger, no learning is written, ``[]``;
-- a learning that reads like a prompt injection the owner did not write: refused, ``[]``.
+- a learning that reads like a prompt injection the owner did not write: refused, ``[]``;
+- content-free praise or blame ("Great job, thanks!", "That was wrong."): no learning, ``[]``;
+  it is an implicit outcome on the newest context still open (:func:`implicit_outcome`).
+
+Scope: the learning is about the tool the analysis names (the last action only when the message
+refers to it or names no other kind of work), else the caller's ``tool`` hint, else no tool.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import InvalidInputError, LLMError
@@ -28,6 +34,7 @@ from graphmem.learn.curator import Curator
 from graphmem.llm.prompts import feedback_request
 from graphmem.llm.schemas import FeedbackAnalysis
 from graphmem.models import Event, Learning
+from graphmem.outcomes import record_outcome
 
 if TYPE_CHECKING:
     from graphmem.memory import Memory
@@ -70,6 +77,24 @@ def feedback_learning_text(analysis: FeedbackAnalysis) -> str | None:
     return None
 
 
+def implicit_outcome(memory: Memory, analysis: FeedbackAnalysis, event: Event) -> str | None:
+    """Content-free praise or blame ("Great job!", "That was wrong.") as an implicit outcome.
+
+    The newest context handed out within ``Settings.advice_ttl_s`` before the message and still
+    without an outcome is credited (positive) or blamed (negative), tagged ``implicit`` and
+    ``owner_feedback``; no learning is written. Returns the context id, or None when there was none.
+    """
+    if analysis.sentiment == "neutral":
+        return None
+    since = event.created_at - timedelta(seconds=memory.settings.advice_ttl_s)
+    app_id = memory.store.latest_pending_application(memory.user, since, event.created_at)
+    if app_id is None:
+        return None
+    record_outcome(memory, app_id, success=analysis.sentiment == "positive", reasons=["owner_feedback"],
+                   implicit=True)
+    return app_id
+
+
 def observe_message(
     memory: Memory,
     content: str,
@@ -110,9 +135,11 @@ def observe_message(
         return []
     wording = feedback_learning_text(analysis)
     if not wording:
+        implicit_outcome(memory, analysis, event)
         return []
-    latest_tool = next((a.tool_name for a in actions if a.tool_name), None)
-    about_tool = analysis.about_tool or tool_hint or latest_tool
+    # Scoped: the tool the analysis says the feedback is about (the last action only when the
+    # message refers to it), else the caller's hint, else none (a general preference).
+    about_tool = analysis.about_tool or tool_hint
     objective_type = analysis.about_objective_type
     if objective_id is not None and objective_type is None:
         objective_type = memory.store.get_objective(objective_id).objective_type
@@ -139,4 +166,4 @@ def observe_message(
     return [result.learning] if result.learning is not None else []
 
 
-__all__ = ["ACTION_KINDS", "feedback_learning_text", "observe_message", "recent_actions"]
+__all__ = ["ACTION_KINDS", "feedback_learning_text", "implicit_outcome", "observe_message", "recent_actions"]

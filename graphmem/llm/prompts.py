@@ -49,14 +49,18 @@ Fill these fields:
 - has_feedback: true if the message judges, corrects or states a preference about prior AI work
   (a new task or a question is not feedback)
 - feedback_type: "correction" | "praise" | "preference" | "complaint" | null
-- about_tool: the tool the feedback is about (from the recent actions or the hint) or null
+- about_tool: the tool the feedback is about, or null. Use the last action's tool only when the
+  message refers to that action ("that email", "it", "again"); a preference about something else
+  ("I prefer window seats when you book flights") is about the tool it names, or null (general)
 - about_objective_type: "research" / "code" / "email" / ... or null
 - what_was_wrong: description or null
 - what_to_do_instead: description or null
 - sentiment: "positive" | "negative" | "neutral"
 - confidence: 0.0-1.0
 - learning: the lesson worded as a standing instruction the agent can follow next time,
-  e.g. "Keep emails under 3 paragraphs"; null when there is no feedback
+  e.g. "Keep emails under 3 paragraphs"; null when there is no feedback, and null for
+  content-free praise or blame ("Great job, thanks!", "That was wrong.": has_feedback true with
+  the sentiment, but nothing to follow next time)
 - topics: a few short topics (e.g. "email style"); entities: people, organisations, projects named
 
 Examples of feedback:
