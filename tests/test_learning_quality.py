@@ -66,3 +66,52 @@ def test_content_free_feedback_without_an_open_context_is_a_no_op(make_memory: C
     mem = make_memory()
     assert mem.observe_message("Perfect, thank you!") == []
     assert mem.learnings() == []
+
+
+# --- 3. an owner's correction replaces a differently worded rule on the same scope ----------------
+
+
+def test_an_owner_correction_supersedes_the_stale_rule_on_the_same_aspect(mem: Memory) -> None:
+    stale = mem.add_learning("Emails to Dana should be long flowing paragraphs", tool="send_email",
+                             entities=["Dana"], source_type="offline")
+    other = mem.add_learning("Keep emails to Omar short", tool="send_email", entities=["Omar"])
+    _send_email(mem)
+    [new] = mem.observe_message("Emails to Dana must use bullet points instead.")
+    assert mem.get_learning(stale.id).superseded_by == new.id
+    assert mem.get_learning(other.id).superseded_by is None
+    shown = mem.context("email Dana about the renewal", tool="send_email", entities=["Dana"]).to_prompt()
+    assert "bullet points" in shown and "flowing paragraphs" not in shown
+
+
+def test_a_compatible_correction_keeps_the_older_rule(mem: Memory) -> None:
+    old = mem.add_learning("Keep emails to Dana under 3 paragraphs", tool="send_email", entities=["Dana"])
+    _send_email(mem)
+    [new] = mem.observe_message("Emails to Dana must use bullet points.")
+    assert new.id != old.id and mem.get_learning(old.id).superseded_by is None
+
+
+def test_a_self_evaluation_rule_never_supersedes_on_aspect_alone(mem: Memory) -> None:
+    old = mem.add_learning("Emails to Dana should be long flowing paragraphs", tool="send_email", entities=["Dana"])
+    learning, links = mem._make_learning("Emails to Dana must use bullet points", tool="send_email",
+                                         entities=["Dana"], source_type="self_evaluation")
+    assert mem.curate(learning, links) is not None
+    assert mem.get_learning(old.id).superseded_by is None
+    # the same wording as the owner's feedback does supersede
+    learning, links = mem._make_learning("Emails to Dana must use bullet points instead", tool="send_email",
+                                         entities=["Dana"], source_type="user_feedback")
+    new = mem.curate(learning, links)
+    assert new is not None and mem.get_learning(old.id).superseded_by == new.id
+
+
+def test_the_offline_supersede_rule_is_precise_on_the_labelled_pairs() -> None:
+    from benchmarks.contradictions import evaluate, load_pairs
+
+    pairs = load_pairs()
+    assert len(pairs) >= 150
+    labels = {(p["label"], p["scope"]) for p in pairs}
+    assert {("contradicting", "same"), ("compatible", "same"), ("unrelated", "same"),
+            ("contradicting", "different")} <= labels
+    result = evaluate(pairs)
+    assert result["precision"] >= 0.95  # a false supersede loses a good rule
+    assert result["recall"] >= 0.6
+    assert all(e["kind"] == "missed" for e in result["errors"])

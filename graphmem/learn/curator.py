@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from graphmem.learn.actionability import score_actionability
+from graphmem.learn.contradiction import supersedes
 from graphmem.models import Learning, LearningLinks
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE
 from graphmem.store.text import content_key
@@ -98,6 +99,9 @@ def subject_overlap(a: str, b: str) -> float:
         return 0.0
     return len(wa & wb) / len(wa | wb)
 
+
+_SCOPE_CANDIDATES = 8
+"""How many same-scope learnings (most similar first) the owner's feedback is checked against."""
 
 OPPOSED_OVERLAP = 0.6
 """Content-word overlap at which two texts of opposite polarity are about the same thing."""
@@ -219,23 +223,37 @@ class Curator:
         return None
 
     def _conflicts(self, learning: Learning, text: str, sims: np.ndarray, rows: np.ndarray) -> list[Learning]:
-        """Older learnings on the same tool/entity that this one contradicts (scoped, capped at 5)."""
-        if polarity(text) == 0 or sims.size == 0 or not (learning.tool or learning.entities):
+        """Older learnings on the same tool/entity that this one contradicts (scoped, capped at 5).
+
+        Two tests. Opposite polarity on the same subject, among candidates at least
+        ``contradiction_similarity`` alike. And, for the owner's own feedback only, a same-aspect
+        conflict in the same scope (:func:`graphmem.learn.contradiction.supersedes`: "use bullet
+        points instead" vs "long flowing paragraphs" for the same person), among the
+        ``_SCOPE_CANDIDATES`` most similar same-scope learnings whatever their similarity."""
+        if sims.size == 0 or not (learning.tool or learning.entities):
+            return []
+        owner = learning.source_type == "user_feedback"
+        if polarity(text) == 0 and not owner:
             return []
         mem, settings = self.memory, self.memory.settings
         catalog = mem.store.learning_catalog
         scope = set(mem.store.learning_ids_mentioning(learning.user_id, learning.entities))
+        tools = np.asarray(catalog.tool, dtype=object)[rows]
+        in_scope = (tools == learning.tool) if learning.tool is not None else np.zeros(rows.size, bool)
+        if scope:
+            ids = catalog.ids
+            in_scope |= np.fromiter((ids[int(r)] in scope for r in rows), bool, rows.size)
         found: list[Learning] = []
-        for i in np.argsort(-sims):
-            if sims[i] < settings.contradiction_similarity or len(found) >= 5:
+        scoped = np.flatnonzero(in_scope)
+        for i in scoped[np.argsort(-sims[scoped])][:_SCOPE_CANDIDATES]:
+            close = bool(sims[i] >= settings.contradiction_similarity)
+            if len(found) >= 5 or not (close or owner):
                 break
-            row = int(rows[i])
-            ident = catalog.ids[row]
-            same_tool = learning.tool is not None and catalog.tool[row] == learning.tool
-            if not (same_tool or ident in scope):
-                continue
-            other = mem.store.get_learning(ident)
-            if opposed(text, learning_text(other)):
+            other = mem.store.get_learning(catalog.ids[int(rows[i])])
+            other_text = learning_text(other)
+            if (close and opposed(text, other_text)) or (owner and supersedes(
+                text, learning.tool, learning.entities, other_text, other.tool, other.entities
+            )):
                 found.append(other)
         return found
 
