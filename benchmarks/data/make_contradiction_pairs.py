@@ -1,6 +1,7 @@
 """Writes contradiction_pairs.jsonl: hand-written pairs, each also emitted on a different scope."""
 # Hand-written labelled pairs: (new, old, label) on one scope; each is also emitted on a different scope.
 import json
+
 E = "send_email"
 C = [  # contradicting (same aspect, different value, or one prohibits what the other prescribes)
  ("Emails to Dana must use bullet points instead.", "Emails to Dana should be long flowing paragraphs", E, ["Dana"]),
