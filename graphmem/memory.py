@@ -33,6 +33,7 @@ from graphmem.inputs import (
     require_text,
 )
 from graphmem.insights import Insights
+from graphmem.learn.facts import FactRecord  # facts about the user
 from graphmem.learn.judges import TraceResult, TrainReport  # learning (issue 3)
 from graphmem.learn.reflection import ReflectionRecord  # learning (issue 3)
 from graphmem.lifecycle import CycleReport  # outcomes and lifecycle (issue 6)
@@ -230,6 +231,13 @@ class Memory(LearningsAPI, RetrievalAPI):
             self, content, tool=tool, is_owner=is_owner, role=role, session_id=session_id,
             objective_id=objective_id, entities=entities,
         )
+
+    def facts(self, *, about: str | None = None, history: bool = False) -> list[FactRecord]:
+        """Facts the owner stated about themselves (``about="user"``) or someone/something (a name),
+        each with its ``valid_from``/``valid_to``; current ones only unless ``history=True``."""
+        from graphmem.learn.facts import fact_history
+
+        return fact_history(self, about=about, history=history)
 
     def start_objective(self, goal: str, objective_type: str | None = None) -> Objective:
         """Start a long-running goal; record its steps with ``record_event(..., objective_id=obj.id)``."""

@@ -115,3 +115,82 @@ def test_the_offline_supersede_rule_is_precise_on_the_labelled_pairs() -> None:
     assert result["precision"] >= 0.95  # a false supersede loses a good rule
     assert result["recall"] >= 0.6
     assert all(e["kind"] == "missed" for e in result["errors"])
+
+
+# --- 4. facts about the user, with their history ------------------------------------------------
+
+
+def test_facts_about_the_user_are_extracted_and_linked(mem: Memory) -> None:
+    learned = mem.observe_message("My name is Alice and I live in Paris. I'm vegetarian.")
+    contents = sorted(l.content for l in learned)
+    assert contents == ["The user is vegetarian", "The user lives in Paris", "The user's name is Alice"]
+    kinds = {l.content: l.kind for l in learned}
+    assert kinds["The user lives in Paris"] == "fact" and kinds["The user is vegetarian"] == "preference"
+    rows = mem.cypher("MATCH (l:Learning)-[:MENTIONS]->(e:Entity {name: 'Paris'}) RETURN l.content AS c")
+    assert rows == [{"c": "The user lives in Paris"}]
+    assert {f.fact_key for f in mem.facts(about="user")} == {"user|name", "user|home city", "user|diet"}
+
+
+def test_a_new_value_supersedes_the_old_and_the_history_stays(make_memory: Callable[..., Memory], clock) -> None:  # type: ignore[no-untyped-def]
+    mem = make_memory(clock=clock)
+    [paris] = mem.observe_message("I live in Paris.")
+    clock.advance(days=30)
+    [berlin] = mem.observe_message("I moved to Berlin.")
+    assert mem.get_learning(paris.id).superseded_by == berlin.id
+    current = mem.facts(about="user")
+    assert [f.learning.content for f in current] == ["The user lives in Berlin"]
+    history = mem.facts(about="user", history=True)
+    assert [f.learning.content for f in history] == ["The user lives in Paris", "The user lives in Berlin"]
+    assert history[0].valid_to == history[1].valid_from == clock.now
+    assert history[1].valid_to is None
+    # the same value again reinforces, it does not supersede
+    clock.advance(days=1)
+    [again] = mem.observe_message("I live in Berlin.")
+    assert again.id == berlin.id and again.validations == 1
+    shown = mem.context("find a restaurant near home").to_prompt()
+    assert "Paris" not in shown
+
+
+def test_facts_about_other_people_and_multi_valued_facts(mem: Memory) -> None:
+    mem.observe_message("Dana is my manager. I'm allergic to peanuts.")
+    mem.observe_message("I'm allergic to shellfish. Dana moved to Rome.")
+    keys = {f.fact_key for f in mem.facts()}
+    assert {"user|role:manager", "user|allergy|peanuts", "user|allergy|shellfish", "dana|home city"} <= keys
+    assert [f.learning.content for f in mem.facts(about="Dana")] == ["Dana lives in Rome"]
+
+
+def test_questions_and_hypotheticals_are_not_facts(mem: Memory) -> None:
+    assert mem.observe_message("Do I live in Paris?") == []
+    assert mem.observe_message("If I lived in Paris, what would rent cost?") == []
+    assert mem.facts(history=True) == []
+
+
+# --- the Anthropic path: the model's facts and content-free verdicts are used the same way ------
+
+
+def test_the_anthropic_path_stores_facts_and_treats_content_free_feedback_as_an_outcome(
+    make_memory: Callable[..., Memory],
+) -> None:
+    from graphmem.config import Settings
+    from graphmem.llm import AnthropicLLM
+
+    try:
+        from tests.fake_anthropic import FakeAnthropic, tool_use
+    except ImportError:
+        from fake_anthropic import FakeAnthropic, tool_use  # type: ignore[no-redef]
+
+    with FakeAnthropic() as fake:
+        fast = Settings(anthropic_model="claude-test-model", llm_timeout_s=2.0, llm_max_retries=1, llm_backoff_s=0.01)
+        mem = make_memory(llm=AnthropicLLM(fast, api_key="sk-test", base_url=fake.url))
+        fake.push(tool_use({"has_feedback": False, "confidence": 0.9, "facts": [
+            {"subject": "user", "attribute": "home city", "value": "Paris", "kind": "fact", "single_valued": True,
+             "statement": "The user lives in Paris", "entities": ["Paris"]}]}))
+        [paris] = mem.observe_message("I live in Paris.")
+        assert paris.kind == "fact" and paris.entities == ["Paris"]
+        rule = mem.add_learning("Keep emails to Dana under 3 paragraphs", tool="send_email", entities=["Dana"])
+        mem.context("email Dana", tool="send_email")
+        fake.push(tool_use({"has_feedback": True, "feedback_type": "praise", "sentiment": "positive",
+                            "confidence": 0.8, "learning": None}))
+        assert mem.observe_message("Great job, thanks!") == []
+        assert mem.get_learning(rule.id).helpful == 1
+        assert "facts" in fake.requests[0].json["messages"][0]["content"]

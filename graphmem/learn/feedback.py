@@ -17,6 +17,10 @@ Failure modes, all documented no-ops or errors:
 - content-free praise or blame ("Great job, thanks!", "That was wrong."): no learning, ``[]``;
   it is an implicit outcome on the newest context still open (:func:`implicit_outcome`).
 
+Facts the owner states ("My name is Alice and I live in Paris. I'm vegetarian.") are stored by
+:func:`graphmem.learn.facts.store_facts` whether or not the message is feedback, with their
+validity interval; a new value supersedes the old one ("I moved to Berlin").
+
 Scope: the learning is about the tool the analysis names (the last action only when the message
 refers to it or names no other kind of work), else the caller's ``tool`` hint, else no tool.
 """
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from graphmem.errors import InvalidInputError, LLMError
 from graphmem.inputs import names, optional_text
 from graphmem.learn.curator import Curator
+from graphmem.learn.facts import store_facts
 from graphmem.llm.prompts import feedback_request
 from graphmem.llm.schemas import FeedbackAnalysis
 from graphmem.models import Event, Learning
@@ -131,12 +136,14 @@ def observe_message(
     except LLMError as e:
         log.error("graphmem: feedback extraction failed for event %s, no learning written: %s", event.id, e)
         return []
+    facts = store_facts(memory, analysis.facts, source_event_id=event.id, at=event.created_at, trusted_text=text,
+                        objective_id=objective_id) if analysis.facts else []
     if not analysis.has_feedback:
-        return []
+        return facts
     wording = feedback_learning_text(analysis)
     if not wording:
         implicit_outcome(memory, analysis, event)
-        return []
+        return facts
     # Scoped: the tool the analysis says the feedback is about (the last action only when the
     # message refers to it), else the caller's hint, else none (a general preference).
     about_tool = analysis.about_tool or tool_hint
@@ -161,9 +168,9 @@ def observe_message(
         )
     except InvalidInputError as e:  # e.g. an over-long or malformed field from the model
         log.error("graphmem: the feedback analysis of event %s is unusable, no learning written: %s", event.id, e)
-        return []
+        return facts
     result = Curator(memory).curate(learning, links, trusted_text=text)
-    return [result.learning] if result.learning is not None else []
+    return facts + ([result.learning] if result.learning is not None else [])
 
 
 __all__ = ["ACTION_KINDS", "feedback_learning_text", "implicit_outcome", "observe_message", "recent_actions"]

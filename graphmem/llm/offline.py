@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from graphmem.errors import LLMError, LLMValidationError
 from graphmem.llm.base import LLMRequest, T
+from graphmem.llm.offline_facts import extract_facts
 from graphmem.llm.offline_feedback import _objective_type_of, analyse_feedback
 from graphmem.llm.offline_text import _STOP, _cap, _gist, _norm, _rx, _sentences, _similar, _tokens, _unique, _words
 from graphmem.llm.schemas import (
@@ -347,9 +348,17 @@ def summarize(previous: str | None = None, learnings: list[dict[str, Any]] | Non
 
 # --- the LLM ---------------------------------------------------------------------------------
 
+def feedback_and_facts(content: str, recent_actions: list[dict[str, Any]] | None = None,
+                       tool: str | None = None) -> FeedbackAnalysis:
+    """:func:`analyse_feedback` plus the facts the owner states (:func:`extract_facts`)."""
+    analysis = analyse_feedback(content, recent_actions, tool)
+    return analysis.model_copy(update={"facts": extract_facts(content)})
+
+
 _RULES: dict[str, tuple[Callable[..., BaseModel], tuple[str, ...], tuple[str, ...]]] = {
     # task: (rule, required inputs, optional inputs); input names are the rule's parameter names
-    "feedback": (analyse_feedback, ("content",), ("recent_actions", "tool")),
+    "feedback": (lambda content, recent_actions=None, tool=None: feedback_and_facts(content, recent_actions, tool),
+                 ("content",), ("recent_actions", "tool")),
     "objective_eval": (evaluate_objective, ("goal", "status"), ("result", "duration_s", "steps", "objective_type")),
     "reflection": (reflect_episode, ("user_text", "assistant_text"), ("success", "tools_used", "feedback")),
     "judge": (judge_output, ("output",), ("judge_name", "criteria", "input_text", "ground_truth", "reasoning")),

@@ -62,6 +62,11 @@ Fill these fields:
   content-free praise or blame ("Great job, thanks!", "That was wrong.": has_feedback true with
   the sentiment, but nothing to follow next time)
 - topics: a few short topics (e.g. "email style"); entities: people, organisations, projects named
+- facts: facts the owner states about themselves or the people and things they deal with, feedback
+  or not: [{{"subject": "user" or the name, "attribute": "home city", "value": "Paris",
+  "kind": "fact" | "preference", "single_valued": true when a new value replaces the old one,
+  "statement": "The user lives in Paris", "entities": ["Paris"]}}]; [] when there are none
+  ("My name is Alice and I live in Paris. I'm vegetarian." -> name, home city, diet)
 
 Examples of feedback:
 - "Actually, I prefer shorter emails" -> preference about email style

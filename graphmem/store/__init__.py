@@ -26,6 +26,7 @@ from graphmem.store.analytics import AnalyticsStore
 from graphmem.store.bulk import BulkStore
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.events import EventStore
+from graphmem.store.facts import FactStore
 from graphmem.store.learnings import LearningStore
 from graphmem.store.loop import LoopStore
 from graphmem.store.retrieval import RetrievalStore
@@ -62,7 +63,7 @@ class GraphStore(Protocol):
     def save_objective(self, objective: Objective) -> None: ...
 
 
-class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore):
+class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore, FactStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(
