@@ -118,6 +118,7 @@ class Settings(BaseModel):
     canary_min_allocation: float = 0.2
     new_reflection_status: str = "candidate"
     candidate_promote_validations: int = 3  # re-derivations that put a candidate on canary (0: never)
+    self_eval_active_confidence: float = 0.5  # self-evaluation rules below this enter as candidates
 
     # --- tiers (seed 003 system 4) -------------------------------------------------------
     pinned_min_validations: int = 10

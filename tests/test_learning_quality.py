@@ -194,3 +194,20 @@ def test_the_anthropic_path_stores_facts_and_treats_content_free_feedback_as_an_
         assert mem.observe_message("Great job, thanks!") == []
         assert mem.get_learning(rule.id).helpful == 1
         assert "facts" in fake.requests[0].json["messages"][0]["content"]
+
+
+# --- 6. weak self-evaluation rules enter as candidates ------------------------------------------
+
+
+def test_low_confidence_self_evaluation_rules_are_candidates_not_served(mem: Memory) -> None:
+    obj = mem.start_objective("Research CRM competitors", objective_type="research")
+    for _ in range(2):
+        mem.record_event("tool_call", "search: CRM competitors", tool="web_search", objective_id=obj.id)
+        mem.record_event("tool_result", "Error: 429 too many requests", tool="web_search", success=False,
+                         objective_id=obj.id)
+    learned = mem.end_objective(obj.id, status="failed", result="Gave up after rate limits")
+    evaluated = [l for l in learned if l.source_type == "self_evaluation"]
+    assert evaluated and all(l.confidence < mem.settings.self_eval_active_confidence for l in evaluated)
+    assert all(l.status == "candidate" for l in evaluated)
+    shown = {s.learning.id for s in mem.context("research CRM competitors", tool="web_search").learnings}
+    assert not shown & {l.id for l in evaluated}
