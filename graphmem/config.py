@@ -157,6 +157,7 @@ class Settings(BaseModel):
     summary_thresholds: dict[str, int] = Field(default_factory=_summary_thresholds)
     summary_refresh: str = "inline"  # "inline" (after a write crosses a threshold) or "background"
     summary_max_bullets: int = 10
+    user_preferences_min_confidence: float = 0.7  # self-learned general rules join user_preferences from here
     summary_max_learnings: int = 50
 
     # --- regression guard (seed 003 system 6) --------------------------------------------

@@ -211,3 +211,38 @@ def test_low_confidence_self_evaluation_rules_are_candidates_not_served(mem: Mem
     assert all(l.status == "candidate" for l in evaluated)
     shown = {s.learning.id for s in mem.context("research CRM competitors", tool="web_search").learnings}
     assert not shown & {l.id for l in evaluated}
+
+
+# --- 5. user_preferences holds the user's preferences, at once, within budget --------------------
+
+
+def test_user_preferences_hold_the_owner_s_words_not_weak_tool_advice(mem: Memory) -> None:
+    weak, links = mem._make_learning("Space out web_search calls to avoid rate limits", tool="web_search",
+                                     source_type="self_evaluation", confidence=0.15)
+    mem.curate(weak, links)
+    assert mem.summary("user_preferences").text == ""
+    _send_email(mem)
+    mem.observe_message("I prefer window seats when you book flights for me.")
+    text = mem.summary("user_preferences").text  # refreshed at once by the first preference
+    assert "window seats" in text and "web_search" not in text
+    mem.observe_message("My name is Alice and I live in Paris.")
+    mem.observe_message("Never cc Omar on Acme threads.")
+    prompt = mem.context("email Dana about the renewal", tool="send_email").to_prompt()
+    prefs = prompt.split("## User Preferences", 1)[1].split("##", 1)[0]
+    assert "window seats" in prefs and "Space out web_search" not in prefs
+    mem.refresh_summaries(force=True)
+    text = mem.summary("user_preferences").text
+    assert "The user lives in Paris" in text and "Never cc Omar on Acme threads" in text
+
+
+def test_user_preferences_fit_their_budget_in_whole_bullets(make_memory: Callable[..., Memory]) -> None:
+    from graphmem.config import Settings
+
+    mem = make_memory(settings=Settings(budget_user_preferences=30))
+    for i in range(8):
+        mem.add_learning(f"Preference number {i}: always format the weekly digest with section {i} first",
+                         kind="preference")
+    mem.refresh_summaries(force=True)
+    text = mem.summary("user_preferences").text
+    assert text and all(line.startswith("- ") for line in text.splitlines())
+    assert sum(len(line) // 4 + 1 for line in text.splitlines()) <= 30
