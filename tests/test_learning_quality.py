@@ -246,3 +246,12 @@ def test_user_preferences_fit_their_budget_in_whole_bullets(make_memory: Callabl
     text = mem.summary("user_preferences").text
     assert text and all(line.startswith("- ") for line in text.splitlines())
     assert sum(len(line) // 4 + 1 for line in text.splitlines()) <= 30
+
+
+def test_a_no_followed_by_an_instruction_is_the_instruction_not_its_opposite() -> None:
+    from graphmem.llm.offline import analyse_feedback
+
+    fb = analyse_feedback("No, mask email columns when selecting from the customers table.")
+    assert fb.learning == "Mask email columns when selecting from the customers table"
+    assert analyse_feedback("No, that was wrong.").learning is None
+    assert analyse_feedback("No, the email was too long.").learning == "Make emails shorter"

@@ -152,7 +152,7 @@ def supersedes(
 
     if not same_scope(new_tool, new_entities, old_tool, old_entities):
         return False
-    if names(new_text) ^ names(old_text):
+    if {n for n in names(new_text) if n not in old_text.lower()} | {n for n in names(old_text) if n not in new_text.lower()}:
         return False  # one names somebody or something the other does not: not the same rule
     return aspect_conflict(new_text, old_text) is not None or opposed(new_text, old_text)
 

@@ -111,6 +111,22 @@ _STARTERS = frozenset({
 })
 
 
+_NOT_VERB = frozenset({
+    "that", "this", "it", "the", "a", "an", "you", "i", "we", "they", "he", "she", "there", "your", "my", "our",
+    "those", "these", "its", "what", "why", "how", "not", "wrong", "bad", "too", "way", "also", "again",
+})
+_COPULA = _rx(r"^\S+\s+(\S+\s+)?(was|is|were|are|'s|seems?|looks?|feels?)\b")
+
+
+def _bare_imperative(sentence: str, bare: str) -> bool:
+    """"No, mask email columns…": after a leading "No,", a clause that starts with a verb, not a
+    judgement ("No, that was wrong")."""
+    if not re.match(r"^\s*no\b[\s,:;!-]", sentence, re.IGNORECASE):
+        return False
+    words = _words(bare)
+    return bool(words) and words[0] not in _NOT_VERB and not _COPULA.match(bare) and len(words) >= 3
+
+
 def content_free(text: str) -> bool:
     """True when ``text`` carries no advice: only praise, blame or filler ("Great job, thanks!",
     "That was wrong.")."""
@@ -235,7 +251,7 @@ def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None =
         habit = bool(_YOU_HABIT.match(bare)) and not forgot
         if not bare or not _words(bare):  # "No." on its own: the correction flag is all it carries
             continue
-        weak = weak or (is_corr and bool(_IMPERATIVE.match(bare))) or bool(_MUST.search(s))
+        weak = weak or (is_corr and bool(_IMPERATIVE.match(bare) or _bare_imperative(s, bare))) or bool(_MUST.search(s))
         if s.endswith("?") and not _REQUEST_Q.match(bare):
             if is_corr or is_too or is_compl:
                 wrong.append(s)
