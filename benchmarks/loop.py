@@ -15,7 +15,7 @@ created; a right one for this slot succeeds, a wrong one fails; with none (or on
 slot) the agent guesses and succeeds with :data:`GUESS_RATE`.
 
 Feedback flows through the public API: the agent's action is logged (``record_event``), the
-outcome goes to ``record_outcome(ctx.id, success=...)`` (a share ``--noise`` of outcomes is
+outcome goes to ``record_outcome(ctx.id, success=..., used=[the learning it acted on])`` (a share ``--noise`` of outcomes is
 flipped), on a failure the owner corrects the agent with ``observe_message(..., is_owner=True)``
 (with probability ``--correct``; a share ``--wrong`` of corrections state the wrong preference),
 and now and then a non-owner message carries an injected instruction (``is_owner=False``; any
@@ -246,7 +246,8 @@ class Simulation:
                 success = advice[1]
             self.mem.record_event("tool_call", f"{task}: done ({'as the owner likes' if success else 'not as asked'})",
                                   tool=slot.tool, role="assistant", entities=[slot.entity])
-            self.mem.record_outcome(ctx.id, success=success != flip)
+            # the agent says which learning it acted on (none when it guessed)
+            self.mem.record_outcome(ctx.id, success=success != flip, used=[chosen.id] if chosen is not None else [])
             if not success and corrects:
                 said = slot.wrong if wrong_fix else slot.right
                 st.corrections += 1

@@ -352,8 +352,15 @@ class Memory(LearningsAPI, RetrievalAPI):
         success: bool | None = None,
         rating: str | None = None,
         reasons: Iterable[str] | str = (),
+        used: Iterable[str] | None = None,
+        helpful: Iterable[str] = (),
+        harmful: Iterable[str] = (),
     ) -> OutcomeReport:
         """Credit or blame exactly the learnings shown in one context (``ctx.id``).
+
+        ``used`` (learning ids from the context) limits the credit or blame to the learnings the
+        agent acted on; ``helpful`` / ``harmful`` tag learnings individually (accepted / rejected
+        whatever the outcome). Without them every learning shown gets the outcome.
 
         ``rating`` good|okay|bad decides when given (okay: neutral, counts as applied only),
         else ``success``. Accepted: helpful+1, validations+1, score+0.03, confidence+0.015;
@@ -365,7 +372,9 @@ class Memory(LearningsAPI, RetrievalAPI):
         """
         from graphmem import outcomes
 
-        return outcomes.record_outcome(self, context_id, success=success, rating=rating, reasons=reasons)
+        return outcomes.record_outcome(self, context_id, success=success, rating=rating, reasons=reasons,
+                                       used=None if used is None else list(used), helpful=list(helpful),
+                                       harmful=list(harmful))
 
     def run_cycle(self) -> CycleReport:
         """Run the lifecycle once: windows and status transitions, hypothesis → belief,

@@ -255,3 +255,31 @@ def test_a_no_followed_by_an_instruction_is_the_instruction_not_its_opposite() -
     assert fb.learning == "Mask email columns when selecting from the customers table"
     assert analyse_feedback("No, that was wrong.").learning is None
     assert analyse_feedback("No, the email was too long.").learning == "Make emails shorter"
+
+
+# --- 8. credit goes to the learnings that were used ----------------------------------------------
+
+
+def test_outcome_credit_goes_to_the_learnings_used_or_tagged(mem: Memory) -> None:
+    import pytest
+
+    from graphmem.errors import InvalidInputError
+
+    a = mem.add_learning("Use bullet points in emails to Dana", tool="send_email", entities=["Dana"])
+    b = mem.add_learning("Keep emails to Dana short", tool="send_email", entities=["Dana"])
+    c = mem.add_learning("Sign emails to Dana with Best", tool="send_email", entities=["Dana"])
+    ctx = mem.context("email Dana", tool="send_email", entities=["Dana"])
+    assert {s.learning.id for s in ctx.learnings} >= {a.id, b.id, c.id}
+    mem.record_outcome(ctx.id, success=True, used=[a.id])
+    assert (mem.get_learning(a.id).helpful, mem.get_learning(b.id).helpful, mem.get_learning(c.id).helpful) == (1, 0, 0)
+    ctx2 = mem.context("email Dana", tool="send_email", entities=["Dana"])
+    mem.record_outcome(ctx2.id, success=False, helpful=[b.id], harmful=[c.id])
+    assert (mem.get_learning(b.id).helpful, mem.get_learning(c.id).harmful) == (1, 1)
+    assert mem.get_learning(a.id).harmful == 0
+    ctx3 = mem.context("email Dana", tool="send_email", entities=["Dana"])
+    with pytest.raises(InvalidInputError, match="did not show"):
+        mem.record_outcome(ctx3.id, success=True, used=["not-shown"])
+    with pytest.raises(InvalidInputError, match="both helpful and harmful"):
+        mem.record_outcome(ctx3.id, success=True, helpful=[a.id], harmful=[a.id])
+    mem.record_outcome(ctx3.id, success=True)  # nothing was written by the refused calls
+    assert mem.get_learning(c.id).helpful == 1
