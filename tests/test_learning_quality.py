@@ -283,3 +283,14 @@ def test_outcome_credit_goes_to_the_learnings_used_or_tagged(mem: Memory) -> Non
         mem.record_outcome(ctx3.id, success=True, helpful=[a.id], harmful=[a.id])
     mem.record_outcome(ctx3.id, success=True)  # nothing was written by the refused calls
     assert mem.get_learning(c.id).helpful == 1
+
+
+# --- 7. offline bullets are worded as actions, and the report says where they went -------------
+
+
+def test_train_bullets_are_actions_and_the_report_says_where_they_went(mem: Memory) -> None:
+    report = mem.train([{"input_text": "3+3?", "output": "7", "ground_truth": "6"}], node="math")
+    assert report.learnings and all(l.kind != "observation" for l in report.learnings)
+    assert 'always answer "6"' in report.learnings[0].content
+    lines = report.stored()
+    assert len(lines) == len(report.learnings) and all(("served" in x or "lifecycle" in x) for x in lines)

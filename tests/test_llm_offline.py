@@ -232,8 +232,8 @@ def test_reflector_writes_a_bullet_per_distinct_failure() -> None:
                                          "amount looked normal", verdicts), ReflectorOutput)
     (bullet,) = out.bullets  # the same ground-truth bullet is merged
     assert bullet.content == ('When the input is like "Transaction of $5000 at 3am from a new device", '
-                              'answer "fraud" instead of "legit"')
-    assert bullet.applies_when and bullet.recommendation == 'Answer "fraud"'
+                              'always answer "fraud"; do not answer "legit"')
+    assert bullet.applies_when and bullet.recommendation == 'Always answer "fraud" for inputs like this'
     no_truth = LLM.generate(reflector_request("tx", "legit", None, None, [
         {"judge": "logic", "passed": False, "reasoning": "Ignores the new-device signal."}]), ReflectorOutput)
     assert "logic judge flagged: Ignores the new-device signal" in no_truth.bullets[0].content

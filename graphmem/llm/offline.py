@@ -297,8 +297,9 @@ def reflect_failures(input_text: str, output: str, ground_truth: str | None = No
     for v in failed:
         if ground_truth and _norm(ground_truth):
             truth = _gist(ground_truth, 12)
-            bullet = ReflectorBullet(content=f'When {applies}, answer "{truth}" instead of "{_gist(output, 12)}"',
-                                     applies_when=applies, recommendation=f'Answer "{truth}"')
+            bullet = ReflectorBullet(  # worded as an action, so the curator keeps it as advice
+                content=f'When {applies}, always answer "{truth}"; do not answer "{_gist(output, 12)}"',
+                applies_when=applies, recommendation=f'Always answer "{truth}" for inputs like this')
         else:
             issue = _gist(str(v.get("reasoning") or "the output failed this check"), 20).rstrip(".")
             bullet = ReflectorBullet(
