@@ -263,6 +263,9 @@ class SummaryService:
         except GraphmemError as e:  # the write itself committed; the summary stays stale
             log.warning("inline summary refresh failed (will retry after the next write): %s", e)
             self._mark_due(ids)
+        except Exception as e:  # a summarizer/LLM that is not a graphmem LLM: never fail the committed write
+            log.warning("inline summary refresh failed (%s: %s); the summary stays stale", type(e).__name__, e)
+            self._mark_due(ids)
 
     # --- refresher -----------------------------------------------------------------------------
     def refresh(self, *, force: bool = False, all_users: bool = False, ids: Sequence[str] | None = None) -> list[Summary]:
