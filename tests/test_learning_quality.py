@@ -294,3 +294,9 @@ def test_train_bullets_are_actions_and_the_report_says_where_they_went(mem: Memo
     assert 'always answer "6"' in report.learnings[0].content
     lines = report.stored()
     assert len(lines) == len(report.learnings) and all(("served" in x or "lifecycle" in x) for x in lines)
+
+
+def test_the_caller_s_tool_hint_wins_over_a_word_that_merely_matches_another_tool(mem: Memory) -> None:
+    _send_email(mem)
+    [l] = mem.observe_message("No, mask email columns when selecting from the customers table.", tool="run_sql")
+    assert l.tool == "run_sql" and l.kind == "rule" and l.status == "active"

@@ -198,16 +198,25 @@ def _pick_tool(text: str, actions: list[dict[str, Any]], tool: str | None) -> st
     candidates = _unique(([tool] if tool else []) + recent)
     generic = {"send", "get", "run", "tool", "create", "do", "make", "call", "use", "the", "api"}
     words = set(_words(text))
+    spaced = " ".join(_words(text.replace("_", " ")))
     for cand in candidates:
         parts = [p for p in re.split(r"[_.\-\s]+", cand.lower()) if p and p not in generic]
+        if tool and cand != tool:
+            # with a hint, another tool wins only when named in full ("web search", "send_email")
+            full = [p for p in re.split(r"[_.\-\s]+", cand.lower()) if p]
+            if len(full) > 1 and re.search(rf"\b{' '.join(full)}(e?s)?\b", spaced):
+                return cand
+            if not (len(parts) > 1 and re.search(rf"\b{' '.join(parts)}(e?s)?\b", spaced)):
+                continue
+            return cand
         if any(w in (p, p + "s", p + "es") for p in parts for w in words):
             return cand
+    if tool:
+        return tool  # the caller's hint wins unless the text names another tool
     kind = _objective_type_of(text)
     same_kind = [c for c in candidates if kind and _objective_type_of(c) == kind]
-    if same_kind and not (tool and _objective_type_of(tool) == kind):
+    if same_kind:
         return same_kind[0]
-    if tool:
-        return tool
     if not recent:
         return None
     # The last action only when the message is about it: it refers back ("that", "it", "again"…) or
