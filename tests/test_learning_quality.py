@@ -300,3 +300,37 @@ def test_the_caller_s_tool_hint_wins_over_a_word_that_merely_matches_another_too
     _send_email(mem)
     [l] = mem.observe_message("No, mask email columns when selecting from the customers table.", tool="run_sql")
     assert l.tool == "run_sql" and l.kind == "rule" and l.status == "active"
+
+
+def test_the_anthropic_path_asks_the_llm_which_same_scope_rules_a_correction_replaces(
+    make_memory: Callable[..., Memory],
+) -> None:
+    from graphmem.config import Settings
+    from graphmem.llm import AnthropicLLM
+
+    try:
+        from tests.fake_anthropic import FakeAnthropic, tool_use
+    except ImportError:
+        from fake_anthropic import FakeAnthropic, tool_use  # type: ignore[no-redef]
+
+    with FakeAnthropic() as fake:
+        fast = Settings(anthropic_model="claude-test-model", llm_timeout_s=2.0, llm_max_retries=1, llm_backoff_s=0.01,
+                        summary_refresh="background")
+        mem = make_memory(llm=AnthropicLLM(fast, api_key="sk-test", base_url=fake.url))
+        stale = mem.add_learning("Dana likes her emails as flowing prose", tool="send_email", entities=["Dana"])
+        kept = mem.add_learning("Keep emails to Dana short", tool="send_email", entities=["Dana"])
+        fake.push(
+            tool_use({"has_feedback": True, "feedback_type": "correction", "about_tool": "send_email",
+                      "sentiment": "negative", "confidence": 0.8, "learning": "Use bullet points in emails to Dana",
+                      "entities": ["Dana"]}),
+            tool_use({"replaces": [1], "reasoning": "bullets vs prose"}),
+        )
+        [new] = mem.observe_message("No, use bullet points in emails to Dana.")
+        asked = next(r.json["messages"][0]["content"] for r in fake.requests
+                     if r.json["tool_choice"]["name"] == "record_contradiction")
+        assert "Dana likes her emails as flowing prose" in asked and "Keep emails to Dana short" in asked
+        listed = [line for line in asked.splitlines() if line[:3] in ("0: ", "1: ")]
+        target = stale if any(line.startswith("1: Dana likes") for line in listed) else kept
+        assert mem.get_learning(target.id).superseded_by == new.id
+        other = kept if target is stale else stale
+        assert mem.get_learning(other.id).superseded_by is None

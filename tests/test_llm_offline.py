@@ -20,6 +20,7 @@ from graphmem.llm import (
     SummaryOutput,
 )
 from graphmem.llm.prompts import (
+    contradiction_request,
     feedback_request,
     fence,
     judge_request,
@@ -28,6 +29,7 @@ from graphmem.llm.prompts import (
     reflector_request,
     summary_request,
 )
+from graphmem.llm.schemas import ContradictionJudgement
 
 LLM = OfflineLLM()
 ACTIONS = [
@@ -284,6 +286,8 @@ def test_every_task_has_a_builder_and_answers_deterministically() -> None:
         "judge": (judge_request("j", "c", "i", "o", "o", None), JudgeVerdict),
         "reflector": (reflector_request("i", "o", "t", None, []), ReflectorOutput),
         "summary": (summary_request("- a", [], [], 5), SummaryOutput),
+        "contradiction": (contradiction_request({"content": "Use bullet points for Dana", "tool": None,
+                                                 "entities": ["Dana"]}, []), ContradictionJudgement),
     }
     assert set(requests) == set(TASKS)
     for task, (req, schema) in requests.items():

@@ -244,18 +244,43 @@ class Curator:
             ids = catalog.ids
             in_scope |= np.fromiter((ids[int(r)] in scope for r in rows), bool, rows.size)
         found: list[Learning] = []
+        judged: list[Learning] = []
         scoped = np.flatnonzero(in_scope)
         for i in scoped[np.argsort(-sims[scoped])][:_SCOPE_CANDIDATES]:
             close = bool(sims[i] >= settings.contradiction_similarity)
-            if len(found) >= 5 or not (close or owner):
+            if not (close or owner):
                 break
             other = mem.store.get_learning(catalog.ids[int(rows[i])])
-            other_text = learning_text(other)
-            if (close and opposed(text, other_text)) or (owner and supersedes(
-                text, learning.tool, learning.entities, other_text, other.tool, other.entities
-            )):
+            if close and opposed(text, learning_text(other)):
                 found.append(other)
-        return found
+            elif owner:
+                judged.append(other)
+        if judged:
+            found += self._judge_contradictions(learning, text, judged)
+        return found[:5]
+
+    def _judge_contradictions(self, learning: Learning, text: str, candidates: list[Learning]) -> list[Learning]:
+        """The same-scope candidates the owner's new rule replaces, judged by the LLM
+        (``contradiction`` task; the OfflineLLM applies :func:`supersedes`). On an LLM failure
+        the offline rule decides."""
+        from graphmem.errors import LLMError
+        from graphmem.llm.prompts import contradiction_request
+        from graphmem.llm.schemas import ContradictionJudgement
+
+        def item(l: Learning, content: str) -> dict[str, Any]:
+            return {"content": content, "tool": l.tool, "entities": list(l.entities)}
+
+        try:
+            answer = self.memory.llm.generate(
+                contradiction_request(item(learning, text), [item(c, learning_text(c)) for c in candidates]),
+                ContradictionJudgement,
+            )
+            hits = {i for i in answer.replaces if 0 <= i < len(candidates)}
+        except LLMError as e:
+            log.error("graphmem: contradiction judgement failed, using the offline rule: %s", e)
+            hits = {i for i, c in enumerate(candidates) if supersedes(
+                text, learning.tool, learning.entities, learning_text(c), c.tool, c.entities)}
+        return [c for i, c in enumerate(candidates) if i in hits]
 
     # --- writes -------------------------------------------------------------------------------
     def _link_derived(

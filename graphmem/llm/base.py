@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol, TypeVar, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Task = Literal["feedback", "objective_eval", "reflection", "judge", "reflector", "summary"]
+Task = Literal["feedback", "objective_eval", "reflection", "judge", "reflector", "summary", "contradiction"]
 """The kinds of request an LLM answers; each has one output model in :mod:`.schemas`."""
 
 TASKS: tuple[str, ...] = get_args(Task)

@@ -29,6 +29,7 @@ from graphmem.llm.offline_facts import extract_facts
 from graphmem.llm.offline_feedback import _objective_type_of, analyse_feedback
 from graphmem.llm.offline_text import _STOP, _cap, _gist, _norm, _rx, _sentences, _similar, _tokens, _unique, _words
 from graphmem.llm.schemas import (
+    ContradictionJudgement,
     EpisodeReflection,
     EvaluationLearning,
     FeedbackAnalysis,
@@ -349,6 +350,16 @@ def summarize(previous: str | None = None, learnings: list[dict[str, Any]] | Non
 
 # --- the LLM ---------------------------------------------------------------------------------
 
+def judge_contradictions(new: dict[str, Any], candidates: list[dict[str, Any]]) -> ContradictionJudgement:
+    """The offline rule (:func:`graphmem.learn.contradiction.supersedes`) over each candidate."""
+    from graphmem.learn.contradiction import supersedes
+
+    hits = [i for i, c in enumerate(candidates) if supersedes(
+        str(new.get("content") or ""), new.get("tool"), new.get("entities") or [],
+        str(c.get("content") or ""), c.get("tool"), c.get("entities") or [])]
+    return ContradictionJudgement(replaces=hits, reasoning="same scope, same aspect, different value" if hits else None)
+
+
 def feedback_and_facts(content: str, recent_actions: list[dict[str, Any]] | None = None,
                        tool: str | None = None) -> FeedbackAnalysis:
     """:func:`analyse_feedback` plus the facts the owner states (:func:`extract_facts`)."""
@@ -365,6 +376,7 @@ _RULES: dict[str, tuple[Callable[..., BaseModel], tuple[str, ...], tuple[str, ..
     "judge": (judge_output, ("output",), ("judge_name", "criteria", "input_text", "ground_truth", "reasoning")),
     "reflector": (reflect_failures, ("input_text", "output"), ("ground_truth", "reasoning", "verdicts")),
     "summary": (summarize, (), ("previous", "learnings", "removed", "max_bullets")),
+    "contradiction": (judge_contradictions, ("new", "candidates"), ()),
 }
 
 

@@ -440,6 +440,36 @@ def reflector_request(
     )
 
 
+CONTRADICTION_PROMPT = """The agent's owner just gave a new standing rule. Below are older rules about the
+same tool or person. Which older rules does the new one contradict, so that the new one should
+replace them? A rule is replaced only when both cannot be followed at once: the same aspect
+with a different value ("use bullet points" vs "write long flowing paragraphs"), or one
+prohibits what the other prescribes. Rules about a different aspect, a different person or thing,
+or that add detail are compatible: do NOT list them. When unsure, do not list it (losing a good
+rule costs more than keeping a stale one).
+
+NEW RULE:
+{new}
+
+OLDER RULES (index: text):
+{candidates}
+
+Fill: replaces (the indexes of the older rules to replace, [] for none) and reasoning."""
+
+
+def contradiction_request(new: dict[str, Any], candidates: list[dict[str, Any]]) -> LLMRequest:
+    """Contradiction request: which same-scope ``candidates`` (dicts with ``content``, ``tool``,
+    ``entities``) the owner's ``new`` rule (a dict with the same keys) replaces."""
+    if not isinstance(new, dict) or not isinstance(new.get("content"), str) or not new["content"].strip():
+        raise InvalidInputError("new must be a dict with the new rule's 'content'")
+    items = _check_items("candidates", candidates)
+    listing = "\n".join(f"{i}: {_clip(str(c.get('content') or ''), MAX_ITEM_CHARS)}" for i, c in enumerate(items))
+    prompt = CONTRADICTION_PROMPT.format(new=fence("new-rule", new["content"]),
+                                         candidates=fence("older-rules", listing or "(none)"))
+    return LLMRequest(task="contradiction", prompt=prompt, system=SYSTEM_PROMPT,
+                      inputs={"new": dict(new), "candidates": items})
+
+
 def summary_request(
     previous: str,
     learnings: list[dict[str, Any]],
@@ -483,6 +513,7 @@ def summary_request(
 
 
 __all__ = [
+    "CONTRADICTION_PROMPT",
     "EVALUATION_PROMPT",
     "FEEDBACK_PROMPT",
     "JUDGE_PROMPT",
@@ -490,6 +521,7 @@ __all__ = [
     "REFLECTOR_PROMPT",
     "SUMMARY_PROMPT",
     "SYSTEM_PROMPT",
+    "contradiction_request",
     "feedback_request",
     "fence",
     "judge_request",

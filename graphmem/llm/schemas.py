@@ -176,7 +176,19 @@ class SummaryOutput(_Output):
         return "\n".join(f"- {b}" for b in self.bullets)
 
 
+class ContradictionJudgement(_Output):
+    """Which of the same-scope candidates the owner's new rule replaces (0-based indexes)."""
+
+    replaces: list[int] = Field(
+        default_factory=list,
+        description="Indexes of the candidates the new rule contradicts (same aspect, different value, or "
+        "one prohibits what the other prescribes). Compatible or unrelated rules are NOT listed.",
+    )
+    reasoning: OptText = Field(default=None, description="One sentence on why.")
+
+
 __all__ = [
+    "ContradictionJudgement",
     "EpisodeReflection",
     "EvaluationLearning",
     "FeedbackAnalysis",
@@ -187,4 +199,5 @@ __all__ = [
     "ReflectorOutput",
     "Sentiment",
     "SummaryOutput",
+    "UserFact",
 ]
