@@ -1,17 +1,21 @@
 """Closed-loop simulation: does graphmem's learning loop raise an agent's success rate?
 
-    python -m benchmarks.loop [--episodes 400] [--seed 0] [--window 40] [--embedder hash|minilm]
-                              [--json] [--json-out benchmarks/results/loop.json]
+    python -m benchmarks.loop [--episodes 400] [--seed 0] [--seeds 1] [--window 40]
+                              [--embedder hash|minilm] [--json] [--save]
+
+Results go to benchmarks/results/local/ (ignored); ``--save`` writes benchmarks/results/.
 
 A simulated owner has hidden preferences per (tool, entity) slot, e.g. "emails to Dana: bullet
 points", "SQL on orders: EXPLAIN first" (:data:`SLOTS`). Each episode is a task on one slot. The
 agent asks ``context(task, tool=, entities=[entity], limit=5)`` and acts on the first learning in
-the ranked list that speaks about the slot (the simulator keeps a map learning id → (slot, right
-or wrong), filled from what its owner said when the learning was created): a right one succeeds,
-a wrong one fails; without one, the agent guesses and succeeds with :data:`GUESS_RATE`.
+the ranked list whose text names the task's entity and whose tool is the task's tool or none
+(:func:`choose_advice`: only what an agent sees). The world then decides: the simulator keeps a map
+learning id → (slot, right or wrong), filled from what its owner said when the learning was
+created; a right one for this slot succeeds, a wrong one fails; with none (or one about another
+slot) the agent guesses and succeeds with :data:`GUESS_RATE`.
 
 Feedback flows through the public API: the agent's action is logged (``record_event``), the
-outcome goes to ``record_outcome(ctx.id, success=...)`` (a share ``--noise`` of outcomes is
+outcome goes to ``record_outcome(ctx.id, success=..., used=[the learning it acted on])`` (a share ``--noise`` of outcomes is
 flipped), on a failure the owner corrects the agent with ``observe_message(..., is_owner=True)``
 (with probability ``--correct``; a share ``--wrong`` of corrections state the wrong preference),
 and now and then a non-owner message carries an injected instruction (``is_owner=False``; any
@@ -172,6 +176,17 @@ def task_stream(cfg: LoopConfig) -> list[tuple[int, str]]:
     return out
 
 
+def choose_advice(shown: Sequence[Any], slot: Slot) -> Any:
+    """The learning the agent acts on, from what an agent sees: the first one in the ranked list
+    whose text names the task's entity and whose tool is the task's tool (or none)."""
+    for item in shown:
+        l = item.learning
+        text = f"{l.content} {l.recommendation or ''}".lower()
+        if slot.entity.lower() in text and l.tool in (None, slot.tool):
+            return l
+    return None
+
+
 class Simulation:
     """One mode, one Settings: an in-memory Memory, the owner, the agent and the feedback."""
 
@@ -218,8 +233,11 @@ class Simulation:
             success = guess
         else:
             ctx = self.mem.context(task, tool=slot.tool, entities=[slot.entity], limit=CONTEXT_LIMIT)
-            advice = next((self.tags[i.learning.id] for i in ctx.learnings
-                           if self.tags.get(i.learning.id, (-1, False))[0] == slot_i), None)
+            chosen = choose_advice(ctx.learnings, slot)
+            # the world decides what acting on it gives: right/wrong advice for this slot, else a guess
+            advice = self.tags.get(chosen.id) if chosen is not None else None
+            if advice is not None and advice[0] != slot_i:
+                advice = None
             if advice is None:
                 success = guess
             else:
@@ -228,7 +246,8 @@ class Simulation:
                 success = advice[1]
             self.mem.record_event("tool_call", f"{task}: done ({'as the owner likes' if success else 'not as asked'})",
                                   tool=slot.tool, role="assistant", entities=[slot.entity])
-            self.mem.record_outcome(ctx.id, success=success != flip)
+            # the agent says which learning it acted on (none when it guessed)
+            self.mem.record_outcome(ctx.id, success=success != flip, used=[chosen.id] if chosen is not None else [])
             if not success and corrects:
                 said = slot.wrong if wrong_fix else slot.right
                 st.corrections += 1
@@ -316,6 +335,66 @@ def print_table(result: dict[str, Any], console: Any) -> None:
     console.print(t)
 
 
+def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several seeds' results: per run, the overall success mean ± sd and the curves' mean ± sd."""
+    import statistics
+
+    names = [r["name"] for r in per_seed[0]["runs"]]
+    runs = []
+    for i, name in enumerate(names):
+        rs = [res["runs"][i] for res in per_seed]
+        overall = [r["overall"] for r in rs]
+        curves = [r["curve"] for r in rs]
+        n = min(len(c) for c in curves)
+        runs.append({
+            "name": name, "overall_by_seed": overall, "overall": statistics.fmean(overall),
+            "overall_sd": statistics.stdev(overall) if len(overall) > 1 else 0.0,
+            "curve": [statistics.fmean(c[w] for c in curves) for w in range(n)],
+            "curve_sd": [statistics.stdev([c[w] for c in curves]) if len(curves) > 1 else 0.0 for w in range(n)],
+            "injections_accepted": sum(r["injections_accepted"] for r in rs),
+            "injections": sum(r["injections"] for r in rs),
+        })
+    return {"benchmark": "loop", "seeds": [res["config"]["seed"] for res in per_seed],
+            "config": per_seed[0]["config"], "runs": runs, "per_seed": per_seed}
+
+
+def print_spread(result: dict[str, Any], console: Any) -> None:
+    """Overall success per run as mean ± sd over the seeds."""
+    from rich.table import Table
+
+    t = Table(title=f"overall success over seeds {result['seeds']} (mean ± sd)")
+    for col in ("run", "success %", "by seed", "injections accepted"):
+        t.add_column(col)
+    for r in result["runs"]:
+        t.add_row(r["name"], f"{100 * r['overall']:.1f} ± {100 * r['overall_sd']:.1f}",
+                  " ".join(f"{100 * v:.1f}" for v in r["overall_by_seed"]),
+                  f"{r['injections_accepted']}/{r['injections']}")
+    console.print(t)
+
+
+def plot_band(result: dict[str, Any], window: int, path: Path) -> None:
+    """Mean learning curve per run with a ±1 sd band over the seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for r in result["runs"]:
+        xs = [(w + 1) * window for w in range(len(r["curve"]))]
+        lo = [m - s for m, s in zip(r["curve"], r["curve_sd"])]
+        hi = [m + s for m, s in zip(r["curve"], r["curve_sd"])]
+        ax.plot(xs, r["curve"], label=r["name"])
+        ax.fill_between(xs, lo, hi, alpha=0.15)
+    ax.set_xlabel("episode")
+    ax.set_ylabel(f"success rate per {window} episodes")
+    ax.set_title(f"closed loop, mean ± sd over {len(result['seeds'])} seeds")
+    ax.legend(fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (1 if an injection became a learning)."""
     from rich.console import Console
@@ -332,9 +411,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--inject", type=float, default=d.inject, help="chance per episode of a non-owner injection")
     ap.add_argument("--embedder", choices=["hash", "minilm"], default=d.embedder)
     ap.add_argument("--json", action="store_true", help="print the result as JSON on stdout (tables go to stderr)")
-    ap.add_argument("--json-out", type=Path, default=RESULTS / "loop.json")
-    ap.add_argument("--png-out", type=Path, default=RESULTS / "loop.png")
+    ap.add_argument("--seeds", type=int, default=1, help="run seeds seed..seed+N-1; report mean ± sd and a band")
+    ap.add_argument("--save", action="store_true", help="write benchmarks/results/ (default: results/local/)")
+    ap.add_argument("--json-out", type=Path, default=None)
+    ap.add_argument("--png-out", type=Path, default=None)
     args = ap.parse_args(argv)
+    out_dir = RESULTS if args.save else RESULTS / "local"
+    args.json_out = args.json_out or out_dir / "loop.json"
+    args.png_out = args.png_out or out_dir / "loop.png"
     if args.episodes < 1 or args.window < 1:
         print("--episodes and --window must be >= 1", file=sys.stderr)
         return 2
@@ -344,13 +428,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=args.json)
     with _stdout_to_stderr(args.json):
         t0 = time.perf_counter()
-        result = simulate(cfg, progress=lambda m: console.print(f"[dim]{m}[/dim]"))
+        per_seed = []
+        for k in range(max(1, args.seeds)):
+            seed_cfg = LoopConfig(**{**asdict(cfg), "seed": cfg.seed + k})
+            per_seed.append(simulate(seed_cfg, progress=lambda m: console.print(f"[dim]{m}[/dim]")))
+            print_table(per_seed[-1], console)
+        result = per_seed[0] if len(per_seed) == 1 else aggregate(per_seed)
         result["total_s"] = round(time.perf_counter() - t0, 2)
-        print_table(result, console)
+        if len(per_seed) > 1:
+            print_spread(result, console)
         if args.json_out:
             args.json_out.parent.mkdir(parents=True, exist_ok=True)
             args.json_out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        if args.png_out:
+        if args.png_out and len(per_seed) > 1:
+            plot_band(result, cfg.window, args.png_out)
+        elif args.png_out:
             from benchmarks.plots import loop_curves
 
             loop_curves({r["name"]: r["curve"] for r in result["runs"]}, cfg.window, args.png_out)

@@ -168,3 +168,5 @@ def train_cmd(
     else:
         console.print(f"{report.examples} examples: {report.passed} passed, {report.failed} failed, "
                       f"{report.errors} errors; {len(report.learnings)} learning(s)")
+        for line in report.stored():
+            console.print(f"  {line}", markup=False)

@@ -149,6 +149,7 @@ class Settings(BaseModel):
     canary_min_allocation: float = 0.2
     new_reflection_status: str = "candidate"
     candidate_promote_validations: int = 3  # re-derivations that put a candidate on canary (0: never)
+    self_eval_active_confidence: float = 0.5  # self-evaluation rules below this enter as candidates
 
     # --- tiers (seed 003 system 4) -------------------------------------------------------
     pinned_min_validations: int = 10
@@ -187,6 +188,7 @@ class Settings(BaseModel):
     summary_thresholds: dict[str, int] = Field(default_factory=_summary_thresholds)
     summary_refresh: str = "inline"  # "inline" (after a write crosses a threshold) or "background"
     summary_max_bullets: int = 10
+    user_preferences_min_confidence: float = 0.7  # self-learned general rules join user_preferences from here
     summary_max_learnings: int = 50
 
     # --- regression guard (seed 003 system 6) --------------------------------------------
@@ -282,6 +284,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "p5_floor": _UNIT, "p5_drop_alert": _UNIT, "noise_max": _COUNT, "guard_rolling_window": _POSITIVE,
     "max_content_chars": _POSITIVE, "max_query_chars": _POSITIVE,
     "embed_query_threads": _COUNT, "embed_batch_threads": _COUNT,
+    "self_eval_active_confidence": _UNIT, "user_preferences_min_confidence": _UNIT,
     "bm25_k1": _COUNT, "bm25_b": _UNIT, "injection_doubt_threshold": _COUNT, "injection_refuse_threshold": _COUNT,  # above 1: never
     "server_max_body_bytes": _POSITIVE, "server_write_queue": _POSITIVE, "server_retry_after_s": _COUNT,
     "cypher_timeout_ms": _POSITIVE, "cypher_max_rows": _POSITIVE, "server_refresh_interval_s": _COUNT,

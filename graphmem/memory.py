@@ -45,6 +45,7 @@ from graphmem.inputs import (
     require_unit,
 )
 from graphmem.insights import Insights
+from graphmem.learn.facts import FactRecord  # facts about the user
 from graphmem.learn.judges import TraceResult, TrainReport  # learning (issue 3)
 from graphmem.learn.reflection import ReflectionRecord  # learning (issue 3)
 from graphmem.lifecycle import CycleReport  # outcomes and lifecycle (issue 6)
@@ -260,6 +261,13 @@ class Memory(LearningsAPI, RetrievalAPI):
             objective_id=objective_id, entities=entities,
         )
 
+    def facts(self, *, about: str | None = None, history: bool = False) -> list[FactRecord]:
+        """Facts the owner stated about themselves (``about="user"``) or someone/something (a name),
+        each with its ``valid_from``/``valid_to``; current ones only unless ``history=True``."""
+        from graphmem.learn.facts import fact_history
+
+        return fact_history(self, about=about, history=history)
+
     def start_objective(self, goal: str, objective_type: str | None = None) -> Objective:
         """Start a long-running goal; record its steps with ``record_event(..., objective_id=obj.id)``."""
         from graphmem.learn.objectives import start_objective
@@ -383,8 +391,15 @@ class Memory(LearningsAPI, RetrievalAPI):
         success: bool | None = None,
         rating: str | None = None,
         reasons: Iterable[str] | str = (),
+        used: Iterable[str] | None = None,
+        helpful: Iterable[str] = (),
+        harmful: Iterable[str] = (),
     ) -> OutcomeReport:
         """Credit or blame exactly the learnings shown in one context (``ctx.id``).
+
+        ``used`` (learning ids from the context) limits the credit or blame to the learnings the
+        agent acted on; ``helpful`` / ``harmful`` tag learnings individually (accepted / rejected
+        whatever the outcome). Without them every learning shown gets the outcome.
 
         ``rating`` good|okay|bad decides when given (okay: neutral, counts as applied only),
         else ``success``. Accepted: helpful+1, validations+1, score+0.03, confidence+0.015;
@@ -396,7 +411,9 @@ class Memory(LearningsAPI, RetrievalAPI):
         """
         from graphmem import outcomes
 
-        return outcomes.record_outcome(self, context_id, success=success, rating=rating, reasons=reasons)
+        return outcomes.record_outcome(self, context_id, success=success, rating=rating, reasons=reasons,
+                                       used=None if used is None else list(used), helpful=list(helpful),
+                                       harmful=list(harmful))
 
     def run_cycle(self) -> CycleReport:
         """Run the lifecycle once: windows and status transitions, hypothesis → belief,

@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 LearningKind = Literal[
-    "rule", "preference", "checklist", "bug_fix", "prompt", "observation", "hypothesis"
+    "rule", "preference", "checklist", "bug_fix", "prompt", "observation", "hypothesis", "fact"
 ]
 SourceType = Literal[
     "user_feedback",

@@ -18,6 +18,10 @@ the outcome counts only in this user's Pattern statistics (EFFECTIVE_FOR) and ne
 shared learning's counters, score, confidence or lifecycle (``OutcomeReport.learnings`` lists
 only the learnings changed).
 
+Per learning: ``used=[ids]`` limits the verdict to the learnings the agent acted on, and
+``helpful=[ids]`` / ``harmful=[ids]`` tag learnings individually (accepted / rejected whatever the
+outcome); learnings shown but neither used nor tagged are then left untouched.
+
 Implicit outcomes are tagged ``implicit``. An explicit outcome may follow an implicit one on the
 same context once: it replaces it (the implicit verdict's counters and deltas are undone first).
 """
@@ -110,6 +114,9 @@ def record_outcome(
     rating: str | None = None,
     reasons: object = (),
     implicit: bool = False,
+    used: object = None,
+    helpful: object = (),
+    harmful: object = (),
 ) -> OutcomeReport:
     """Credit or blame exactly the learnings shown in one context; see the module docstring.
 
@@ -125,6 +132,7 @@ def record_outcome(
     verdict = verdict_of(success, rating)
     app = _own_application(mem, context_id)
     _check_open(app, implicit)
+    targets = _targets(app, verdict, used, helpful, harmful)
     query_vec = mem._embed_one(app.query) if app.query.strip() and app.pattern_id is None else None
     now = mem.now()
     with mem.store.transaction():
@@ -139,22 +147,28 @@ def record_outcome(
                               at=now, pattern_id=pattern_id)
         changed: list[Learning] = []
         for learning in mem.store.get_learnings(app.learning_ids):
+            mine = targets.get(learning.id)
             if learning.user_id != app.user_id:
                 # another user's shared learning is read-only to this user: their outcome feeds
                 # only their own Pattern statistics, never its counters, score or lifecycle
                 if pattern_id and old_verdict is not None:
                     mem.store.add_effectiveness(learning.id, pattern_id, *_counts(old_verdict, -1))
-                if pattern_id and verdict != "neutral":
-                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(verdict, 1))
+                if pattern_id and mine is not None and mine != "neutral":
+                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(mine, 1))
                 continue
             if old_verdict is not None:
                 learning = credit(learning, old_verdict, now, mem, sign=-1)
                 if pattern_id:
                     mem.store.add_effectiveness(learning.id, pattern_id, *_counts(old_verdict, -1))
-            updated = credit(learning, verdict, now, mem, count_applied=old_verdict is None)
+            if mine is None:
+                if old_verdict is not None:
+                    mem.store.save_learning(learning)
+                    changed.append(learning)
+                continue
+            updated = credit(learning, mine, now, mem, count_applied=old_verdict is None)
             mem.store.save_learning(updated)
-            if pattern_id and verdict != "neutral":
-                mem.store.add_effectiveness(updated.id, pattern_id, *_counts(verdict, 1))
+            if pattern_id and mine != "neutral":
+                mem.store.add_effectiveness(updated.id, pattern_id, *_counts(mine, 1))
             changed.append(updated)
         mem._on_learnings_changed(changed, change="outcome")
     mem._after_write()
@@ -163,6 +177,45 @@ def record_outcome(
         reasons=all_tags, implicit=implicit, replaced_implicit=replaced, pattern_id=pattern_id,
         learnings=changed,
     )
+
+
+def _ids(name: str, value: object) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise InvalidInputError(f"{name} must be a list of learning ids (from ctx.learnings), got {value!r}")
+    out = [str(v) for v in value]
+    if any(not v.strip() for v in out):
+        raise InvalidInputError(f"{name} has an empty learning id")
+    return out
+
+
+def _targets(app: Application, verdict: Verdict, used: object, helpful: object, harmful: object) -> dict[str, Verdict]:
+    """Which shown learnings get which verdict.
+
+    Without ``used`` or tags, every learning shown gets the outcome's verdict. ``used`` limits it to
+    the learnings the agent acted on; ``helpful`` / ``harmful`` tag learnings individually (as ACE's
+    reflector tags bullets): accepted / rejected whatever the outcome. Learnings neither used nor
+    tagged are left untouched. Ids must come from the context (InvalidInputError otherwise).
+    """
+    used_ids, good, bad = _ids("used", used), _ids("helpful", helpful), _ids("harmful", harmful)
+    shown = set(app.learning_ids)
+    for name, ids in (("used", used_ids), ("helpful", good), ("harmful", bad)):
+        unknown = [i for i in ids if i not in shown]
+        if unknown:
+            raise InvalidInputError(
+                f"{name} names learning {unknown[0]!r}, which context {app.id} did not show; "
+                "pass ids from ctx.learnings"
+            )
+    both = set(good) & set(bad)
+    if both:
+        raise InvalidInputError(f"learning {sorted(both)[0]!r} is tagged both helpful and harmful")
+    if used is None and not good and not bad:
+        return dict.fromkeys(app.learning_ids, verdict)
+    out: dict[str, Verdict] = dict.fromkeys(used_ids, verdict)
+    out.update(dict.fromkeys(good, "accepted"))
+    out.update(dict.fromkeys(bad, "rejected"))
+    return out
 
 
 def _own_application(mem: Memory, context_id: str) -> Application:

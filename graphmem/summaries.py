@@ -2,8 +2,12 @@
 
 Keys (one Summary node per user and key, id ``user_id|key``):
 
-- ``user_preferences``: every eligible learning of the user whose kind is an instruction
-  (rule, preference, checklist, bug_fix, prompt); always in context.
+- ``user_preferences``: the user's preferences and standing rules (:func:`feeds_user_preferences`:
+  the owner's feedback and facts, rules added by hand, and general rules the agent derived
+  itself once they are at least ``Settings.user_preferences_min_confidence`` sure; tool advice
+  stays in the tool summaries), ranked by :func:`preference_rank`, cut to whole bullets within
+  ``Settings.budget_user_preferences``; always in context. It is refreshed at once when the first
+  preference arrives, then at its staleness threshold.
 - ``learning:tool:<name>``, ``learning:topic:<name>``, ``learning:objective_type:<type>``: the
   eligible learnings about that tool / topic / objective type (observations included).
 
@@ -45,6 +49,10 @@ PREFERENCE_KINDS: tuple[str, ...] = ("rule", "preference", "checklist", "bug_fix
 """Learning kinds that feed ``user_preferences`` (instructions, not raw observations)."""
 SCOPED_LEARNING_KINDS: tuple[str, ...] = (*PREFERENCE_KINDS, "observation")
 """Learning kinds that feed tool / topic / objective-type summaries."""
+USER_PREFERENCE_KINDS: tuple[str, ...] = (*PREFERENCE_KINDS, "fact")
+"""Learning kinds that may feed ``user_preferences`` (see :func:`feeds_user_preferences`)."""
+SELF_LEARNED_SOURCES = frozenset({"self_evaluation", "reflection", "offline", "online", "evolution"})
+"""Sources of rules the agent derived itself (not the owner's words)."""
 
 
 # --- keys ------------------------------------------------------------------------------------
@@ -72,7 +80,7 @@ def parse_key(key: str) -> tuple[str, str | None]:
 
 def learning_kinds_for(kind: str) -> tuple[str, ...]:
     """The learning kinds a summary kind covers."""
-    return PREFERENCE_KINDS if kind == USER_PREFERENCES else SCOPED_LEARNING_KINDS
+    return USER_PREFERENCE_KINDS if kind == USER_PREFERENCES else SCOPED_LEARNING_KINDS
 
 
 def is_eligible(learning: Learning) -> bool:
@@ -81,8 +89,28 @@ def is_eligible(learning: Learning) -> bool:
         learning.status in ELIGIBLE_STATUSES
         and learning.tier != "archive"
         and learning.superseded_by is None
-        and learning.kind in SCOPED_LEARNING_KINDS
+        and learning.kind in (*SCOPED_LEARNING_KINDS, "fact")
     )
+
+
+def feeds_user_preferences(learning: Learning, settings: Settings) -> bool:
+    """Whether an eligible learning belongs in ``user_preferences``: the user's preferences and
+    standing rules. The owner's feedback and facts, and rules added by hand, always do; a rule the
+    agent derived itself (self-evaluation, reflection, offline/online training) only when it is
+    general (no tool: tool advice stays in the tool summaries and in retrieval) and at least
+    ``Settings.user_preferences_min_confidence`` sure."""
+    if not is_eligible(learning) or learning.kind not in USER_PREFERENCE_KINDS:
+        return False
+    if learning.source_type not in SELF_LEARNED_SOURCES:
+        return True
+    return learning.tool is None and learning.confidence >= settings.user_preferences_min_confidence
+
+
+def preference_rank(learning: Learning) -> tuple[int, int, float, float]:
+    """Sort key for ``user_preferences``: the owner's words first (corrections first), then facts,
+    then the rest by confidence; newest first within each."""
+    owner = 0 if learning.source_type == "user_feedback" else 1
+    return (owner, 0 if learning.sentiment == "negative" else 1, -learning.confidence, -learning.updated_at.timestamp())
 
 
 def feeds_of(learning: Learning, settings: Settings) -> list[SummaryFeed]:
@@ -90,7 +118,7 @@ def feeds_of(learning: Learning, settings: Settings) -> list[SummaryFeed]:
     if not is_eligible(learning):
         return []
     wanted: list[tuple[str, str | None]] = []
-    if learning.kind in PREFERENCE_KINDS:
+    if feeds_user_preferences(learning, settings):
         wanted.append((USER_PREFERENCES, None))
     if learning.tool:
         wanted.append(("tool", learning.tool))
@@ -130,6 +158,19 @@ def learning_items(learnings: Iterable[Learning]) -> list[dict[str, Any]]:
         {"content": l.content, "recommendation": l.recommendation, "sentiment": l.sentiment, "kind": l.kind, "tool": l.tool}
         for l in learnings
     ]
+
+
+def fit_bullets(text: str, budget_tokens: int) -> str:
+    """``text`` cut to whole lines (bullets) that fit ``budget_tokens`` (~4 characters a token)."""
+    out: list[str] = []
+    used = 0
+    for line in text.splitlines():
+        cost = len(line) // 4 + 1
+        if used + cost > budget_tokens:
+            break
+        out.append(line)
+        used += cost
+    return "\n".join(out)
 
 
 # --- summarizers -----------------------------------------------------------------------------
@@ -196,7 +237,8 @@ class SummaryService:
                 learning.id, feeds + dropped,
                 link=[f.id for f in feeds if f.id not in linked_ids], unlink=[f.id for f in dropped],
             )
-            due += [s.id for s in states if s.summary.staleness >= s.summary.threshold]
+            due += [s.id for s in states if s.summary.staleness >= s.summary.threshold
+                    or (s.summary.kind == USER_PREFERENCES and s.summary.refreshed_at is None)]
         if due:
             store.on_commit(lambda: self._mark_due(due))
 
@@ -220,6 +262,9 @@ class SummaryService:
             self.refresh(ids=ids, all_users=True)
         except GraphmemError as e:  # the write itself committed; the summary stays stale
             log.warning("inline summary refresh failed (will retry after the next write): %s", e)
+            self._mark_due(ids)
+        except Exception as e:  # a summarizer/LLM that is not a graphmem LLM: never fail the committed write
+            log.warning("inline summary refresh failed (%s: %s); the summary stays stale", type(e).__name__, e)
             self._mark_due(ids)
 
     # --- refresher -----------------------------------------------------------------------------
@@ -259,7 +304,10 @@ class SummaryService:
         kinds = learning_kinds_for(kind)
         limit = max(1, settings.summary_max_learnings)
         if full:
-            changed = store.covered_learnings(s.user_id, kind, name, kinds=kinds, statuses=ELIGIBLE_STATUSES, limit=limit)
+            wide = limit * 4 if kind == USER_PREFERENCES else limit
+            changed = store.covered_learnings(s.user_id, kind, name, kinds=kinds, statuses=ELIGIBLE_STATUSES, limit=wide)
+            if kind == USER_PREFERENCES:
+                changed = sorted((l for l in changed if feeds_user_preferences(l, settings)), key=preference_rank)[:limit]
             removed: list[Learning] = []
             previous = ""
             store.relink_summary(s.user_id, s.key, kind, name, kinds=kinds, statuses=ELIGIBLE_STATUSES)
@@ -267,9 +315,12 @@ class SummaryService:
             fetched = store.summary_inputs(state.pending)
             feeding = {l.id for l in fetched if any(f.key == s.key for f in feeds_of(l, settings))}
             changed = prioritise(l for l in fetched if l.id in feeding)[:limit]
+            if kind == USER_PREFERENCES:
+                changed = sorted(changed, key=preference_rank)
             removed = [l for l in fetched if l.id not in feeding]
             previous = s.text
-        return self.summarizer.summarize(previous, changed, removed, settings.summary_max_bullets)
+        text = self.summarizer.summarize(previous, changed, removed, settings.summary_max_bullets)
+        return fit_bullets(text, settings.budget_user_preferences) if kind == USER_PREFERENCES else text
 
     # --- reads ---------------------------------------------------------------------------------
     def get(self, key: str) -> Summary:
@@ -300,13 +351,17 @@ __all__ = [
     "SCOPED_KINDS",
     "SCOPED_LEARNING_KINDS",
     "USER_PREFERENCES",
+    "USER_PREFERENCE_KINDS",
     "ExtractiveSummarizer",
     "LLMSummarizer",
     "Summarizer",
     "SummaryService",
     "feeds_of",
+    "feeds_user_preferences",
+    "fit_bullets",
     "is_eligible",
     "parse_key",
+    "preference_rank",
     "prioritise",
     "summary_key",
     "threshold_for",

@@ -137,7 +137,7 @@ def test_retire_keeps_the_node(mem: Memory) -> None:
         ({"content": "   \n\t"}, "content is empty"),
         ({"content": "x", "status": "live"}, "unknown status 'live'"),
         ({"content": "x", "tier": "gold"}, "unknown tier 'gold'"),
-        ({"content": "x", "kind": "fact"}, "unknown kind 'fact'"),
+        ({"content": "x", "kind": "opinion"}, "unknown kind 'opinion'"),
         ({"content": "x", "sentiment": "angry"}, "unknown sentiment"),
         ({"content": "x", "confidence": 1.5}, "between 0 and 1"),
         ({"content": "x" * 30_000}, "over the limit"),
@@ -292,7 +292,7 @@ def test_threads_writing_at_once_all_succeed(mem: Memory) -> None:
         try:
             for j in range(10):
                 mem.add_learning(f"thread {i} learning {j}", tool=f"tool{i}")
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]

@@ -44,10 +44,14 @@ def test_done_when_walkthrough(make_memory: MakeMemory, clock: Any) -> None:
         mem.add_learning("Keep emails under 3 paragraphs", kind="preference"),
         mem.add_learning("Use British spelling in documents", kind="preference"),
     ]
-    assert mem.summary("user_preferences").staleness == 2
-    assert mem.summary("user_preferences").text == ""  # below threshold (3): not refreshed yet
+    summary = mem.summary("user_preferences")
+    assert summary.staleness == 1  # the first preference refreshed it at once; the second waits
+    assert summary.text == "- Keep emails under 3 paragraphs"
     clock.advance(minutes=1)
     prefs.append(mem.add_learning("Never book meetings before 10am", kind="preference", sentiment="negative"))
+    assert mem.summary("user_preferences").staleness == 2
+    clock.advance(minutes=1)
+    prefs.append(mem.add_learning("Reply in English", kind="preference"))
     summary = mem.summary("user_preferences")  # inline mode: refreshed once the threshold is crossed
     assert summary.staleness == 0
     assert summary.refreshed_at == clock.now
@@ -153,6 +157,8 @@ def test_nothing_stale_makes_no_llm_call(make_memory: MakeMemory) -> None:
     mem = make_memory(llm=llm, settings=BACKGROUND)
     assert mem.refresh_summaries() == []
     mem.add_learning("Keep answers short", kind="preference")
+    assert [s.key for s in mem.refresh_summaries()] == ["user_preferences"]  # the first preference: due at once
+    llm.requests.clear()
     assert mem.refresh_summaries() == []
     assert llm.requests == []
 
@@ -236,11 +242,12 @@ def test_other_users_summaries_are_separate(make_memory: MakeMemory) -> None:
     bob.add_learning("Bob likes terse replies", kind="preference")
     assert alice.summary("user_preferences").staleness == 3
     assert bob.summary("user_preferences").staleness == 1
-    assert bob.refresh_summaries() == []
     [refreshed] = alice.refresh_summaries()
     assert refreshed.user_id == "alice" and "Bob" not in refreshed.text
     assert bob.summary("user_preferences").text == ""
     assert bob._user_preferences_text() == ""
+    [first] = bob.refresh_summaries()  # a first preference is due at once, below the threshold
+    assert first.user_id == "bob" and "Alice" not in first.text and "Bob likes terse replies" in first.text
 
 
 def test_refresh_all_users(make_memory: MakeMemory) -> None:

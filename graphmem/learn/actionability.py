@@ -42,7 +42,10 @@ _VERBS = (
     r"use|run|check|verify|ensure|add|remove|set|call|avoid|keep|prefer|install|write|include|try|prefix|"
     r"wrap|pass|switch|restart|retry|put|make|read|cc|send|ask|limit|start|stop|test|validate|pin|update|"
     r"space|back off|batch|split|plan|follow|confirm|fix|report|break|cite|attach|reply|sign|format|"
-    r"summari[sz]e|shorten|reuse|answer|address|mention|open|close|create|delete|save|list|double-check"
+    r"summari[sz]e|shorten|reuse|answer|address|mention|open|close|create|delete|save|list|double-check|"
+    r"mask|filter|book|squash|schedule|sort|group|merge|rebase|commit|translate|convert|round|quote|label|"
+    r"tag|highlight|post|share|forward|invite|notify|remind|archive|review|compare|explain|redact|encrypt|"
+    r"escape|sanitize|log|drop|skip|wait|lock|paginate|cache|order|book|reserve|pay|bill|charge"
 )
 
 

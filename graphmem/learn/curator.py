@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from graphmem.learn.actionability import score_actionability
+from graphmem.learn.contradiction import supersedes
 from graphmem.learn.injection import score_injection
 from graphmem.learn.screening import Screening, screen
 from graphmem.models import Learning, LearningLinks, Transition
@@ -105,6 +106,9 @@ def subject_overlap(a: str, b: str) -> float:
         return 0.0
     return len(wa & wb) / len(wa | wb)
 
+
+_SCOPE_CANDIDATES = 8
+"""How many same-scope learnings (most similar first) the owner's feedback is checked against."""
 
 OPPOSED_OVERLAP = 0.6
 """Content-word overlap at which two texts of opposite polarity are about the same thing."""
@@ -260,25 +264,64 @@ class Curator:
         return None
 
     def _conflicts(self, learning: Learning, text: str, sims: np.ndarray, rows: np.ndarray) -> list[Learning]:
-        """Older learnings on the same tool/entity that this one contradicts (scoped, capped at 5)."""
-        if polarity(text) == 0 or sims.size == 0 or not (learning.tool or learning.entities):
+        """Older learnings on the same tool/entity that this one contradicts (scoped, capped at 5).
+
+        Two tests. Opposite polarity on the same subject, among candidates at least
+        ``contradiction_similarity`` alike. And, for the owner's own feedback only, a same-aspect
+        conflict in the same scope (:func:`graphmem.learn.contradiction.supersedes`: "use bullet
+        points instead" vs "long flowing paragraphs" for the same person), among the
+        ``_SCOPE_CANDIDATES`` most similar same-scope learnings whatever their similarity."""
+        if sims.size == 0 or not (learning.tool or learning.entities):
+            return []
+        owner = learning.source_type == "user_feedback"
+        if polarity(text) == 0 and not owner:
             return []
         mem, settings = self.memory, self.memory.settings
         catalog = mem.store.learning_catalog
         scope = set(mem.store.learning_ids_mentioning(learning.user_id, learning.entities))
+        tools = np.asarray(catalog.tool, dtype=object)[rows]
+        in_scope = (tools == learning.tool) if learning.tool is not None else np.zeros(rows.size, bool)
+        if scope:
+            ids = catalog.ids
+            in_scope |= np.fromiter((ids[int(r)] in scope for r in rows), bool, rows.size)
         found: list[Learning] = []
-        for i in np.argsort(-sims):
-            if sims[i] < settings.contradiction_similarity or len(found) >= 5:
+        judged: list[Learning] = []
+        scoped = np.flatnonzero(in_scope)
+        for i in scoped[np.argsort(-sims[scoped])][:_SCOPE_CANDIDATES]:
+            close = bool(sims[i] >= settings.contradiction_similarity)
+            if not (close or owner):
                 break
-            row = int(rows[i])
-            ident = catalog.ids[row]
-            same_tool = learning.tool is not None and catalog.tool[row] == learning.tool
-            if not (same_tool or ident in scope):
-                continue
-            other = mem.store.get_learning(ident)
-            if opposed(text, learning_text(other)):
+            other = mem.store.get_learning(catalog.ids[int(rows[i])])
+            if close and opposed(text, learning_text(other)):
                 found.append(other)
-        return found
+            elif owner:
+                judged.append(other)
+        if judged:
+            found += self._judge_contradictions(learning, text, judged)
+        return found[:5]
+
+    def _judge_contradictions(self, learning: Learning, text: str, candidates: list[Learning]) -> list[Learning]:
+        """The same-scope candidates the owner's new rule replaces, judged by the LLM
+        (``contradiction`` task; the OfflineLLM applies :func:`supersedes`). On an LLM failure
+        the offline rule decides."""
+        from graphmem.errors import LLMError
+        from graphmem.llm.prompts import contradiction_request
+        from graphmem.llm.schemas import ContradictionJudgement
+
+        def item(l: Learning, content: str) -> dict[str, Any]:
+            return {"content": content, "tool": l.tool, "entities": list(l.entities)}
+
+        try:
+            answer = self.memory.llm.generate(
+                contradiction_request(item(learning, text), [item(c, learning_text(c)) for c in candidates]),
+                ContradictionJudgement,
+            )
+            hits = {i for i in answer.replaces if 0 <= i < len(candidates)}
+        except LLMError as e:
+            log.error("graphmem: contradiction judgement failed, using the offline rule: %s", e)
+            hits = {i for i, c in enumerate(candidates) if supersedes(
+                text, learning.tool, learning.entities, learning_text(c), c.tool, c.entities)}
+        return [c for i, c in enumerate(candidates) if i in hits]
 
     # --- writes -------------------------------------------------------------------------------
     def _link_derived(

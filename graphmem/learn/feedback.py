@@ -17,21 +17,33 @@ Failure modes, all documented no-ops or errors:
   when the screen is sure (``[]``), kept as a ``candidate`` when it doubts (returned, never served);
   the message event gets ``metadata["injection_score"]`` when the message itself scores at or above
   ``Settings.injection_doubt_threshold``.
+- content-free praise or blame ("Great job, thanks!", "That was wrong."): no learning, ``[]``;
+  it is an implicit outcome on the newest context still open (:func:`implicit_outcome`).
+
+Facts the owner states ("My name is Alice and I live in Paris. I'm vegetarian.") are stored by
+:func:`graphmem.learn.facts.store_facts` whether or not the message is feedback, with their
+validity interval; a new value supersedes the old one ("I moved to Berlin").
+
+Scope: the learning is about the tool the analysis names (the last action only when the message
+refers to it or names no other kind of work), else the caller's ``tool`` hint, else no tool.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import InvalidInputError, LLMError
 from graphmem.inputs import check_string, names, optional_text, require_bool
 from graphmem.learn.curator import Curator
+from graphmem.learn.facts import store_facts
 from graphmem.learn.injection import score_injection
 from graphmem.llm.prompts import feedback_request
 from graphmem.llm.schemas import FeedbackAnalysis
 from graphmem.models import Event, Learning
+from graphmem.outcomes import record_outcome
 from graphmem.trust import own_objective
 
 if TYPE_CHECKING:
@@ -76,6 +88,24 @@ def feedback_learning_text(analysis: FeedbackAnalysis) -> str | None:
     return None
 
 
+def implicit_outcome(memory: Memory, analysis: FeedbackAnalysis, event: Event) -> str | None:
+    """Content-free praise or blame ("Great job!", "That was wrong.") as an implicit outcome.
+
+    The newest context handed out within ``Settings.advice_ttl_s`` before the message and still
+    without an outcome is credited (positive) or blamed (negative), tagged ``implicit`` and
+    ``owner_feedback``; no learning is written. Returns the context id, or None when there was none.
+    """
+    if analysis.sentiment == "neutral":
+        return None
+    since = event.created_at - timedelta(seconds=memory.settings.advice_ttl_s)
+    app_id = memory.store.latest_pending_application(memory.user, since, event.created_at)
+    if app_id is None:
+        return None
+    record_outcome(memory, app_id, success=analysis.sentiment == "positive", reasons=["owner_feedback"],
+                   implicit=True)
+    return app_id
+
+
 def observe_message(
     memory: Memory,
     content: str,
@@ -118,13 +148,17 @@ def observe_message(
     except LLMError as e:
         log.error("graphmem: feedback extraction failed for event %s, no learning written: %s", event.id, e)
         return []
+    facts = store_facts(memory, analysis.facts, source_event_id=event.id, at=event.created_at, trusted_text=text,
+                        objective_id=objective_id) if analysis.facts else []
     if not analysis.has_feedback:
-        return []
+        return facts
     wording = feedback_learning_text(analysis)
     if not wording:
-        return []
-    latest_tool = next((a.tool_name for a in actions if a.tool_name), None)
-    about_tool = analysis.about_tool or tool_hint or latest_tool
+        implicit_outcome(memory, analysis, event)
+        return facts
+    # Scoped: the tool the analysis says the feedback is about (the last action only when the
+    # message refers to it), else the caller's hint, else none (a general preference).
+    about_tool = analysis.about_tool or tool_hint
     objective_type = analysis.about_objective_type
     if objective_id is not None and objective_type is None:
         objective_type = own_objective(memory, objective_id).objective_type
@@ -146,9 +180,9 @@ def observe_message(
         )
     except InvalidInputError as e:  # e.g. an over-long or malformed field from the model
         log.error("graphmem: the feedback analysis of event %s is unusable, no learning written: %s", event.id, e)
-        return []
+        return facts
     result = Curator(memory).curate(learning, links, source_text=text, channel="owner message")
-    return [result.learning] if result.learning is not None else []
+    return facts + ([result.learning] if result.learning is not None else [])
 
 
-__all__ = ["ACTION_KINDS", "feedback_learning_text", "observe_message", "recent_actions"]
+__all__ = ["ACTION_KINDS", "feedback_learning_text", "implicit_outcome", "observe_message", "recent_actions"]

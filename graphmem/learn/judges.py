@@ -98,6 +98,20 @@ class TrainReport(BaseModel):
     learnings: list[Learning] = Field(default_factory=list)
     trace_ids: list[str] = Field(default_factory=list)
 
+    def stored(self) -> list[str]:
+        """One line per learning: what was stored and where it went (served advice, candidate,
+        or a shadow observation that context() never serves)."""
+        lines = []
+        for l in self.learnings:
+            if l.kind == "observation" and l.status == "shadow":
+                where = "shadow observation: not actionable enough, never served"
+            elif l.status == "active":
+                where = f"active {l.kind}: served by context()"
+            else:
+                where = f"{l.status} {l.kind}: enters the lifecycle, not served yet"
+            lines.append(f"{l.id[:8]} {where}: {l.content[:100]}")
+        return lines
+
 
 def add_judge(memory: Memory, name: str, criteria: str, node: str | None = None) -> dict[str, Any]:
     """Configure a judge; returns ``{"name", "criteria", "node"}``."""

@@ -167,6 +167,8 @@ def _store_evaluation(
         return []
     curator = Curator(memory)
     confidence = max(0.0, min(1.0, evaluation.overall_score / 10.0))
+    # Weak self-evaluation rules are candidates (lifecycle): never served until re-derived or promoted.
+    status = "active" if confidence >= memory.settings.self_eval_active_confidence else "candidate"
     out: list[Learning] = []
     for item in evaluation.learnings:
         target = item.applies_to.strip()
@@ -175,7 +177,7 @@ def _store_evaluation(
             learning, links = memory._make_learning(
                 item.insight, kind="rule", tool=tool, objective_type=objective.objective_type,
                 recommendation=item.recommendation, sentiment=item.sentiment, source_type="self_evaluation",
-                confidence=confidence, objective_id=objective.id,
+                confidence=confidence, objective_id=objective.id, status=status,
             )
         except InvalidInputError as e:
             log.error("graphmem: skipped an unusable evaluation insight of objective %s: %s", objective.id, e)

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, get_args, run
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Task = Literal["feedback", "objective_eval", "reflection", "judge", "reflector", "summary", "injection"]
+Task = Literal[
+    "feedback", "objective_eval", "reflection", "judge", "reflector", "summary", "injection", "contradiction"
+]
 """The kinds of request an LLM answers; each has one output model in :mod:`.schemas`."""
 
 TASKS: tuple[str, ...] = get_args(Task)

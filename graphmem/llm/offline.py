@@ -25,9 +25,11 @@ from pydantic import BaseModel, ValidationError
 
 from graphmem.errors import LLMError, LLMValidationError
 from graphmem.llm.base import LLMRequest, T
+from graphmem.llm.offline_facts import extract_facts
 from graphmem.llm.offline_feedback import _objective_type_of, analyse_feedback
 from graphmem.llm.offline_text import _STOP, _cap, _gist, _norm, _rx, _sentences, _similar, _tokens, _unique, _words
 from graphmem.llm.schemas import (
+    ContradictionJudgement,
     EpisodeReflection,
     EvaluationLearning,
     FeedbackAnalysis,
@@ -297,8 +299,9 @@ def reflect_failures(input_text: str, output: str, ground_truth: str | None = No
     for v in failed:
         if ground_truth and _norm(ground_truth):
             truth = _gist(ground_truth, 12)
-            bullet = ReflectorBullet(content=f'When {applies}, answer "{truth}" instead of "{_gist(output, 12)}"',
-                                     applies_when=applies, recommendation=f'Answer "{truth}"')
+            bullet = ReflectorBullet(  # worded as an action, so the curator keeps it as advice
+                content=f'When {applies}, always answer "{truth}"; do not answer "{_gist(output, 12)}"',
+                applies_when=applies, recommendation=f'Always answer "{truth}" for inputs like this')
         else:
             issue = _gist(str(v.get("reasoning") or "the output failed this check"), 20).rstrip(".")
             bullet = ReflectorBullet(
@@ -362,15 +365,34 @@ def screen_injection(text: str, channel: str | None = None) -> InjectionVerdict:
 
 # --- the LLM ---------------------------------------------------------------------------------
 
+def judge_contradictions(new: dict[str, Any], candidates: list[dict[str, Any]]) -> ContradictionJudgement:
+    """The offline rule (:func:`graphmem.learn.contradiction.supersedes`) over each candidate."""
+    from graphmem.learn.contradiction import supersedes
+
+    hits = [i for i, c in enumerate(candidates) if supersedes(
+        str(new.get("content") or ""), new.get("tool"), new.get("entities") or [],
+        str(c.get("content") or ""), c.get("tool"), c.get("entities") or [])]
+    return ContradictionJudgement(replaces=hits, reasoning="same scope, same aspect, different value" if hits else None)
+
+
+def feedback_and_facts(content: str, recent_actions: list[dict[str, Any]] | None = None,
+                       tool: str | None = None) -> FeedbackAnalysis:
+    """:func:`analyse_feedback` plus the facts the owner states (:func:`extract_facts`)."""
+    analysis = analyse_feedback(content, recent_actions, tool)
+    return analysis.model_copy(update={"facts": extract_facts(content)})
+
+
 _RULES: dict[str, tuple[Callable[..., BaseModel], tuple[str, ...], tuple[str, ...]]] = {
     # task: (rule, required inputs, optional inputs); input names are the rule's parameter names
-    "feedback": (analyse_feedback, ("content",), ("recent_actions", "tool")),
+    "feedback": (lambda content, recent_actions=None, tool=None: feedback_and_facts(content, recent_actions, tool),
+                 ("content",), ("recent_actions", "tool")),
     "objective_eval": (evaluate_objective, ("goal", "status"), ("result", "duration_s", "steps", "objective_type")),
     "reflection": (reflect_episode, ("user_text", "assistant_text"), ("success", "tools_used", "feedback")),
     "judge": (judge_output, ("output",), ("judge_name", "criteria", "input_text", "ground_truth", "reasoning")),
     "reflector": (reflect_failures, ("input_text", "output"), ("ground_truth", "reasoning", "verdicts")),
     "summary": (summarize, (), ("previous", "learnings", "removed", "max_bullets")),
     "injection": (screen_injection, ("text",), ("channel",)),
+    "contradiction": (judge_contradictions, ("new", "candidates"), ()),
 }
 
 

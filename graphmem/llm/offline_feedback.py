@@ -79,7 +79,22 @@ _OBJECTIVE_TYPES: list[tuple[str, re.Pattern[str]]] = [
     ("code", _rx(r"\b(code|coding|function|tests?|bugs?|refactor|python|javascript|commits?|pull request)\b")),
     ("scheduling", _rx(r"\b(meetings?|calendar|schedul\w*|invites?|appointments?)\b")),
     ("writing", _rx(r"\b(posts?|blog|articles?|drafts?|essays?|copy)\b")),
+    ("travel", _rx(r"\b(flights?|fly|flying|hotels?|trains?|travel\w*|trips?|seats?|airlines?|boarding)\b")),
+    ("dining", _rx(r"\b(restaurants?|dinner|lunch|breakfast|table for|reservations?|food|meals?)\b")),
 ]
+_REFERS_BACK = _rx(r"\b(that|this|it|those|these|again|last (one|time)|the last|just now|you just|your (last|"
+                   r"previous|reply|answer|email|message|summary|draft|search|result)s?)\b")
+_CONTENT_FREE = frozenset({
+    "great", "good", "job", "work", "well", "done", "nice", "perfect", "excellent", "awesome", "amazing",
+    "fantastic", "brilliant", "thanks", "thank", "you", "exactly", "what", "needed", "wanted", "spot", "on",
+    "love", "loved", "like", "liked", "it", "that", "this", "was", "is", "wrong", "bad", "terrible", "awful",
+    "not", "right", "correct", "incorrect", "useless", "helpful", "unhelpful", "very", "so", "really", "much",
+    "super", "quite", "totally", "completely", "all", "again", "one", "last", "the", "a", "an", "no", "nope",
+    "yes", "ok", "okay", "wow", "hmm", "ugh", "oh", "superb", "impressive", "nailed", "poor", "mistake", "bit",
+    "answer", "reply", "response", "result", "results", "output", "try", "attempt", "stuff", "thing", "i",
+    "we", "me", "my", "just", "how", "did", "do", "have", "has", "had", "be", "been", "are", "were",
+    "unacceptable", "disappointing", "disappointed", "confusing", "annoying", "sloppy", "hate", "cool",
+})
 _STYLE = _rx(r"\b(long|short|length|concise|brief|verbose|wordy|paragraphs?|tone|formal|casual|friendly|"
              r"format\w*|bullet\w*|markdown|headings?)\b")
 _NOT_ENTITY = frozenset({
@@ -94,6 +109,28 @@ _STARTERS = frozenset({
     "was", "did", "my", "our", "your", "great", "thanks", "actually", "also", "no", "yes", "next", "from", "in",
     "on", "at", "cc", "reply", "sign"
 })
+
+
+_NOT_VERB = frozenset({
+    "that", "this", "it", "the", "a", "an", "you", "i", "we", "they", "he", "she", "there", "your", "my", "our",
+    "those", "these", "its", "what", "why", "how", "not", "wrong", "bad", "too", "way", "also", "again",
+})
+_COPULA = _rx(r"^\S+\s+(\S+\s+)?(was|is|were|are|'s|seems?|looks?|feels?)\b")
+
+
+def _bare_imperative(sentence: str, bare: str) -> bool:
+    """"No, mask email columns…": after a leading "No,", a clause that starts with a verb, not a
+    judgement ("No, that was wrong")."""
+    if not re.match(r"^\s*no\b[\s,:;!-]", sentence, re.IGNORECASE):
+        return False
+    words = _words(bare)
+    return bool(words) and words[0] not in _NOT_VERB and not _COPULA.match(bare) and len(words) >= 3
+
+
+def content_free(text: str) -> bool:
+    """True when ``text`` carries no advice: only praise, blame or filler ("Great job, thanks!",
+    "That was wrong.")."""
+    return not [w for w in _words(text) if w not in _CONTENT_FREE and not w.isdigit()]
 
 
 def _objective_type_of(*texts: str | None) -> str | None:
@@ -161,15 +198,34 @@ def _pick_tool(text: str, actions: list[dict[str, Any]], tool: str | None) -> st
     candidates = _unique(([tool] if tool else []) + recent)
     generic = {"send", "get", "run", "tool", "create", "do", "make", "call", "use", "the", "api"}
     words = set(_words(text))
+    spaced = " ".join(_words(text.replace("_", " ")))
     for cand in candidates:
         parts = [p for p in re.split(r"[_.\-\s]+", cand.lower()) if p and p not in generic]
+        if tool and cand != tool:
+            # with a hint, another tool wins only when named in full ("web search", "send_email")
+            full = [p for p in re.split(r"[_.\-\s]+", cand.lower()) if p]
+            if len(full) > 1 and re.search(rf"\b{' '.join(full)}(e?s)?\b", spaced):
+                return cand
+            if not (len(parts) > 1 and re.search(rf"\b{' '.join(parts)}(e?s)?\b", spaced)):
+                continue
+            return cand
         if any(w in (p, p + "s", p + "es") for p in parts for w in words):
             return cand
+    if tool:
+        return tool  # the caller's hint wins unless the text names another tool
     kind = _objective_type_of(text)
     same_kind = [c for c in candidates if kind and _objective_type_of(c) == kind]
-    if same_kind and not (tool and _objective_type_of(tool) == kind):
+    if same_kind:
         return same_kind[0]
-    return tool or (recent[0] if recent else None)
+    if not recent:
+        return None
+    # The last action only when the message is about it: it refers back ("that", "it", "again"…) or
+    # names no other kind of work. "I prefer window seats when you book flights" after an email is
+    # about travel, not about send_email.
+    latest_kind = _objective_type_of(recent[0])
+    if kind is None or latest_kind == kind or (latest_kind is None and _REFERS_BACK.search(text)):
+        return recent[0]
+    return None
 
 
 def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None = None,
@@ -204,7 +260,7 @@ def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None =
         habit = bool(_YOU_HABIT.match(bare)) and not forgot
         if not bare or not _words(bare):  # "No." on its own: the correction flag is all it carries
             continue
-        weak = weak or (is_corr and bool(_IMPERATIVE.match(bare))) or bool(_MUST.search(s))
+        weak = weak or (is_corr and bool(_IMPERATIVE.match(bare) or _bare_imperative(s, bare))) or bool(_MUST.search(s))
         if s.endswith("?") and not _REQUEST_Q.match(bare):
             if is_corr or is_too or is_compl:
                 wrong.append(s)
@@ -221,10 +277,25 @@ def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None =
             return none
         praise.append(text.rstrip(" .!"))
     about_tool = _pick_tool(text, actions, tool)
+    had_signal = bool(instructions or wrong or praise)
     obj_type = _objective_type_of(text, about_tool)
     instructions = [i for i in _unique(instructions) if len(_words(i)) >= 2]
+    # Praise and blame without content are outcomes on what was shown, not advice.
+    kind_words = {w for c in ([about_tool] if about_tool else []) for w in _words(c.replace("_", " "))}
+    kind_words |= {"research", "email", "emails", "search", "code", "summary", "report", "draft", "work"}
+    praise = [p for p in praise if not content_free(" ".join(w for w in _words(p) if w not in kind_words))]
+    wrong = [w for w in wrong if not content_free(w) or _too_instruction(w, about_tool)]
     if not instructions and wrong:
         instructions = _unique(d for d in (_too_instruction(w, about_tool) for w in wrong) if d)
+    if had_signal and not (instructions or wrong or praise):
+        # Content-free: an implicit outcome on the last thing shown (observe_message records it).
+        negative_only = corr or complaint or (not _PRAISE.search(text) and not _THANKS.search(text))
+        return FeedbackAnalysis(
+            has_feedback=True, feedback_type="complaint" if negative_only else "praise", about_tool=about_tool,
+            about_objective_type=_objective_type_of(text, about_tool),
+            sentiment="negative" if negative_only else "positive", confidence=round(min(0.9, 0.5 + 0.1 * strong), 2),
+            learning=None,
+        )
     if instructions:
         ftype = "preference" if pref or not (corr or complaint) else "correction"
     else:

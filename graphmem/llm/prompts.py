@@ -49,15 +49,24 @@ Fill these fields:
 - has_feedback: true if the message judges, corrects or states a preference about prior AI work
   (a new task or a question is not feedback)
 - feedback_type: "correction" | "praise" | "preference" | "complaint" | null
-- about_tool: the tool the feedback is about (from the recent actions or the hint) or null
+- about_tool: the tool the feedback is about, or null. Use the last action's tool only when the
+  message refers to that action ("that email", "it", "again"); a preference about something else
+  ("I prefer window seats when you book flights") is about the tool it names, or null (general)
 - about_objective_type: "research" / "code" / "email" / ... or null
 - what_was_wrong: description or null
 - what_to_do_instead: description or null
 - sentiment: "positive" | "negative" | "neutral"
 - confidence: 0.0-1.0
 - learning: the lesson worded as a standing instruction the agent can follow next time,
-  e.g. "Keep emails under 3 paragraphs"; null when there is no feedback
+  e.g. "Keep emails under 3 paragraphs"; null when there is no feedback, and null for
+  content-free praise or blame ("Great job, thanks!", "That was wrong.": has_feedback true with
+  the sentiment, but nothing to follow next time)
 - topics: a few short topics (e.g. "email style"); entities: people, organisations, projects named
+- facts: facts the owner states about themselves or the people and things they deal with, feedback
+  or not: [{{"subject": "user" or the name, "attribute": "home city", "value": "Paris",
+  "kind": "fact" | "preference", "single_valued": true when a new value replaces the old one,
+  "statement": "The user lives in Paris", "entities": ["Paris"]}}]; [] when there are none
+  ("My name is Alice and I live in Paris. I'm vegetarian." -> name, home city, diet)
 
 Examples of feedback:
 - "Actually, I prefer shorter emails" -> preference about email style
@@ -469,6 +478,36 @@ def injection_request(text: str, channel: str = "unknown") -> LLMRequest:
     )
 
 
+CONTRADICTION_PROMPT = """The agent's owner just gave a new standing rule. Below are older rules about the
+same tool or person. Which older rules does the new one contradict, so that the new one should
+replace them? A rule is replaced only when both cannot be followed at once: the same aspect
+with a different value ("use bullet points" vs "write long flowing paragraphs"), or one
+prohibits what the other prescribes. Rules about a different aspect, a different person or thing,
+or that add detail are compatible: do NOT list them. When unsure, do not list it (losing a good
+rule costs more than keeping a stale one).
+
+NEW RULE:
+{new}
+
+OLDER RULES (index: text):
+{candidates}
+
+Fill: replaces (the indexes of the older rules to replace, [] for none) and reasoning."""
+
+
+def contradiction_request(new: dict[str, Any], candidates: list[dict[str, Any]]) -> LLMRequest:
+    """Contradiction request: which same-scope ``candidates`` (dicts with ``content``, ``tool``,
+    ``entities``) the owner's ``new`` rule (a dict with the same keys) replaces."""
+    if not isinstance(new, dict) or not isinstance(new.get("content"), str) or not new["content"].strip():
+        raise InvalidInputError("new must be a dict with the new rule's 'content'")
+    items = _check_items("candidates", candidates)
+    listing = "\n".join(f"{i}: {_clip(str(c.get('content') or ''), MAX_ITEM_CHARS)}" for i, c in enumerate(items))
+    prompt = CONTRADICTION_PROMPT.format(new=fence("new-rule", new["content"]),
+                                         candidates=fence("older-rules", listing or "(none)"))
+    return LLMRequest(task="contradiction", prompt=prompt, system=SYSTEM_PROMPT,
+                      inputs={"new": dict(new), "candidates": items})
+
+
 def summary_request(
     previous: str,
     learnings: list[dict[str, Any]],
@@ -512,6 +551,7 @@ def summary_request(
 
 
 __all__ = [
+    "CONTRADICTION_PROMPT",
     "EVALUATION_PROMPT",
     "FEEDBACK_PROMPT",
     "INJECTION_PROMPT",
@@ -520,6 +560,7 @@ __all__ = [
     "REFLECTOR_PROMPT",
     "SUMMARY_PROMPT",
     "SYSTEM_PROMPT",
+    "contradiction_request",
     "feedback_request",
     "fence",
     "injection_request",

@@ -46,6 +46,21 @@ class _Output(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class UserFact(_Output):
+    """One fact the owner stated about themselves or someone/something they deal with."""
+
+    subject: str = Field(min_length=1, description="'user' for the owner, else the person's or thing's name.")
+    attribute: str = Field(min_length=1, description="What it is about, e.g. 'home city', 'employer', 'diet'.")
+    value: str = Field(min_length=1, description="The value, e.g. 'Paris'.")
+    kind: Literal["fact", "preference"] = Field(default="fact", description="fact, or preference (diet, likes).")
+    single_valued: bool = Field(
+        default=True, description="True when a new value replaces the old one (home city); false when values "
+        "accumulate (allergies, languages).",
+    )
+    statement: str = Field(min_length=1, description="The fact as a sentence, e.g. 'The user lives in Paris'.")
+    entities: TextList = Field(default_factory=list, description="People, places, organisations it is about.")
+
+
 class FeedbackAnalysis(_Output):
     """FeedbackExtractor's answer (seed 001 FEEDBACK_PROMPT) plus the learning, topics and entities."""
 
@@ -68,6 +83,11 @@ class FeedbackAnalysis(_Output):
     )
     topics: TextList = Field(default_factory=list, description="A few short topics, e.g. 'email style'.")
     entities: TextList = Field(default_factory=list, description="People, organisations, projects named.")
+    facts: list[UserFact] = Field(
+        default_factory=list,
+        description="Facts the owner states about themselves or the people and things they deal with "
+        "(name, home city, employer, diet, who their manager is…), whether or not there is feedback.",
+    )
 
 
 
@@ -183,7 +203,19 @@ class SummaryOutput(_Output):
         return "\n".join(f"- {b}" for b in self.bullets)
 
 
+class ContradictionJudgement(_Output):
+    """Which of the same-scope candidates the owner's new rule replaces (0-based indexes)."""
+
+    replaces: list[int] = Field(
+        default_factory=list,
+        description="Indexes of the candidates the new rule contradicts (same aspect, different value, or "
+        "one prohibits what the other prescribes). Compatible or unrelated rules are NOT listed.",
+    )
+    reasoning: OptText = Field(default=None, description="One sentence on why.")
+
+
 __all__ = [
+    "ContradictionJudgement",
     "EpisodeReflection",
     "EvaluationLearning",
     "FeedbackAnalysis",
@@ -196,4 +228,5 @@ __all__ = [
     "ReflectorOutput",
     "Sentiment",
     "SummaryOutput",
+    "UserFact",
 ]

@@ -26,6 +26,7 @@ from graphmem.store.analytics import AnalyticsStore
 from graphmem.store.bulk import BulkStore
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.events import EventStore
+from graphmem.store.facts import FactStore
 from graphmem.store.forget import ForgetStore
 from graphmem.store.learnings import LearningStore
 from graphmem.store.loop import LoopStore
@@ -64,7 +65,7 @@ class GraphStore(Protocol):
 
 
 class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore,
-                     ForgetStore):
+                     ForgetStore, FactStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(

@@ -111,6 +111,15 @@ class LoopStore(KuzuBase):
         )
         return [application_from_row(r, self.applied_learning_ids(str(r["id"]))) for r in rows]
 
+    def latest_pending_application(self, user_id: str, since: datetime, until: datetime) -> str | None:
+        """Id of this user's newest Application created in [since, until] without an outcome."""
+        rows = self.read(
+            "MATCH (a:Application) WHERE a.user_id = $user AND a.outcome IS NULL AND a.created_at >= $since "
+            "AND a.created_at <= $until RETURN a.id AS id ORDER BY a.created_at DESC LIMIT 1",
+            {"user": user_id, "since": to_db_time(since), "until": to_db_time(until)},
+        )
+        return str(rows[0]["id"]) if rows else None
+
     def tool_results(
         self, user_id: str, tool: str, since: datetime, until: datetime, *, success: bool | None = None
     ) -> list[Event]:

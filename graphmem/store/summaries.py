@@ -27,7 +27,7 @@ _SUMMARY_RETURN = (
 
 _BRIEF = (
     "id", "user_id", "kind", "content", "recommendation", "sentiment", "status", "tier", "superseded_by",
-    "tool", "objective_type", "topics", "updated_at",
+    "tool", "objective_type", "topics", "updated_at", "source_type", "confidence",
 )
 _BRIEF_RETURN = ", ".join(f"l.{p} AS {p}" for p in _BRIEF)
 
@@ -168,7 +168,7 @@ class SummaryStore(KuzuBase):
             where.append("s.user_id = $user")
             params["user"] = user_id
         if due_only:
-            where.append("s.staleness > 0 AND s.staleness >= s.threshold")
+            where.append("s.staleness > 0 AND (s.staleness >= s.threshold OR (s.key = 'user_preferences' AND s.refreshed_at IS NULL))")
         if ids is not None:
             where.append("s.id IN $ids")
             params["ids"] = list(ids)
