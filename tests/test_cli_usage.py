@@ -1,0 +1,105 @@
+"""The command line as a newcomer meets it: options in any order, one-line usage errors, --help
+that describes every option."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from graphmem.cli import _register_groups, app, hoist_global_options
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _all_commands() -> list[tuple[list[str], Any]]:
+    """Every (command path, click command) of the CLI, sub-commands included."""
+    import typer.main
+
+    _register_groups()
+    root = typer.main.get_command(app)
+    out: list[tuple[list[str], Any]] = []
+
+    def walk(cmd: Any, path: list[str]) -> None:
+        out.append((path, cmd))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(root, [])
+    return out
+
+
+def test_global_options_after_the_command(db_path: Path) -> None:
+    runner = CliRunner()
+    added = runner.invoke(app, ["add", "Keep emails short", "--db", str(db_path), "--embedder", "hash",
+                                "--user", "alice", "--json"])
+    assert added.exit_code == 0, added.output
+    listed = runner.invoke(app, ["list", "--db", str(db_path), "--user=alice", "--embedder=hash", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert [l["content"] for l in json.loads(listed.stdout)] == ["Keep emails short"]
+    # --json before the command goes to the command
+    before = runner.invoke(app, ["--json", "--db", str(db_path), "--embedder", "hash", "--user", "alice", "list"])
+    assert before.exit_code == 0, before.output
+    assert json.loads(before.stdout)[0]["user_id"] == "alice"
+
+
+def test_a_commands_own_option_is_not_taken_as_global() -> None:
+    import typer.main
+
+    _register_groups()
+    root = typer.main.get_command(app)
+    ctx = root.make_context("graphmem", ["--db", "x", "init"], resilient_parsing=True)
+    # forget has its own --user: it stays; --db is moved in front
+    assert hoist_global_options(root, ctx, ["forget", "--user", "bob", "--db", "f.kuzu"]) == [
+        "--db", "f.kuzu", "forget", "--user", "bob"]
+    # bench passes unknown options to the benchmark unchanged
+    assert hoist_global_options(root, ctx, ["bench", "learnings", "--embedder", "hash"]) == [
+        "bench", "learnings", "--embedder", "hash"]
+    assert hoist_global_options(root, ctx, ["list", "--read-only", "--", "--db"]) == [
+        "--read-only", "list", "--", "--db"]
+
+
+def test_usage_errors_are_one_line_and_exit_1() -> None:
+    runner = CliRunner()
+    for args in (["list", "--no-such-option"], ["no-such-command"], ["show"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1, (args, result.output)
+        lines = [l for l in result.output.splitlines() if l.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error:"), result.output
+        assert "╭" not in result.output
+
+
+def test_python_m_graphmem_accepts_options_after_the_command(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    db = str(tmp_path / "x.kuzu")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "graphmem", *args], capture_output=True, text=True,
+                              env=env, timeout=120, cwd=tmp_path)
+
+    added = run("add", "Reply within a day", "--db", db, "--embedder", "hash", "--user", "alice")
+    assert added.returncode == 0, added.stderr
+    listed = run("list", "--db", db, "--embedder", "hash", "--user", "alice", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)[0]["content"] == "Reply within a day"
+    bad = run("list", "--db", db, "--bogus")
+    assert bad.returncode == 1
+    assert bad.stderr.strip().count("\n") == 0 and "No such option: --bogus" in bad.stderr
+
+
+@pytest.mark.parametrize("path_cmd", _all_commands(), ids=lambda pc: " ".join(pc[0]) or "graphmem")
+def test_every_option_has_help_and_no_type_labels(path_cmd: tuple[list[str], Any]) -> None:
+    path, cmd = path_cmd
+    missing = [p.opts[0] for p in cmd.params if not (getattr(p, "help", None) or "").strip()]
+    assert not missing, f"graphmem {' '.join(path)}: options without a description: {missing}"
+    result = CliRunner().invoke(app, [*path, "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    labels = re.findall(r"<(?:bool|str|int|float|list\[[^\]]*\]|path|[a-z_]+)>", result.output)
+    assert not labels, f"graphmem {' '.join(path)} --help shows type labels {labels}"
