@@ -383,6 +383,8 @@ def list_cmd(
         print_json(items)
     else:
         print_rows(learning_rows(items), title=f"learnings of {state.user}")
+    if not items:
+        warn_other_users(mem)
 
 
 @command("show")
@@ -400,6 +402,26 @@ def show_cmd(
     print_rows([{"field": k, "value": v} for k, v in learning.model_dump().items()], title=f"learning {learning.id}")
     if transitions:
         print_rows([t.model_dump(exclude={"id", "learning_id"}) for t in transitions], title="transitions")
+
+
+def other_users(mem: Any) -> list[str]:
+    """The users with learnings or events in the file when --user has none (else [])."""
+    store = getattr(mem, "store", None)  # a Client (--server) has no store: the key names the user
+    if store is None:
+        return []
+    owners = set(store.learning_catalog.user) | set(store.event_catalog.user)
+    return [] if mem.user in owners else sorted(owners)
+
+
+def warn_other_users(mem: Any) -> None:
+    """On stderr: --user has no rows here but other users do; name them."""
+    others = other_users(mem)
+    if others:
+        shown = ", ".join(others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else "")
+        err_console.print(
+            f"note: user {mem.user!r} has no learnings or events in {state.db}; it holds those of "
+            f"{shown}: pass --user NAME (or set GRAPHMEM_USER)", highlight=False, soft_wrap=True,
+        )
 
 
 def resolve_id(mem: Any, ident: str) -> str:
@@ -441,6 +463,8 @@ def stats_cmd(
     """Node and edge counts of --user's memory (--all-users: of the whole file)."""
     mem = open_memory()
     counts = mem.stats(all_users=all_users)
+    if not all_users:
+        warn_other_users(mem)
     if json_out:
         print_json(counts)
     else:

@@ -103,3 +103,19 @@ def test_every_option_has_help_and_no_type_labels(path_cmd: tuple[list[str], Any
     assert result.exit_code == 0, result.output
     labels = re.findall(r"<(?:bool|str|int|float|list\[[^\]]*\]|path|[a-z_]+)>", result.output)
     assert not labels, f"graphmem {' '.join(path)} --help shows type labels {labels}"
+
+
+def test_list_names_the_users_the_file_holds(make_memory: Any, db_path: Path) -> None:
+    alice = make_memory("alice")
+    alice.add_learning("Keep emails short")
+    alice.close()
+    runner = CliRunner()
+    base = ["--db", str(db_path), "--embedder", "hash"]
+    result = runner.invoke(app, [*base, "list"])
+    assert result.exit_code == 0
+    assert "(no rows)" in result.stdout
+    assert "'default'" in result.stderr and "alice" in result.stderr and "--user" in result.stderr
+    stats = runner.invoke(app, [*base, "stats", "--json"])
+    assert json.loads(stats.stdout)["Learning"] == 0 and "alice" in stats.stderr
+    mine = runner.invoke(app, [*base, "--user", "alice", "list"])
+    assert mine.exit_code == 0 and "Keep emails short" in mine.stdout and mine.stderr == ""
