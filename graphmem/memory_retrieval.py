@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from graphmem.embed import embed_with_progress
 from graphmem.errors import InvalidInputError
 from graphmem.inputs import names, optional_text, query_text, require_choice, require_items
 from graphmem.models import Event, new_id
@@ -152,8 +153,12 @@ class RetrievalAPI:
             )
 
     # search and batch events (issue 4, search) ----------------------------------------------
-    def record_events(self, items: Sequence[Mapping[str, Any]]) -> list[Event]:
+    def record_events(
+        self, items: Sequence[Mapping[str, Any]], *, progress: Callable[[int, int], None] | None = None
+    ) -> list[Event]:
         """Log many events at once: all validated first, embedded in one batch, one transaction.
+        ``progress``, if given, is called with (items embedded so far, total) as the embedding
+        proceeds.
 
         Each item holds ``record_event``'s arguments (``kind`` and ``content`` at least, e.g.
         ``{"kind": "message", "content": "...", "role": "Dana", "session_id": "s1"}``). Nothing
@@ -179,7 +184,7 @@ class RetrievalAPI:
                 raise type(e)(f"item {i}: {e}") from e
         if not events:
             return []
-        vectors = np.asarray(self.embedder.embed([e.content for e in events]), dtype=np.float32)
+        vectors = embed_with_progress(self.embedder, [e.content for e in events], progress)
         self.store.insert_events(list(zip(events, vectors)))
         return events
 

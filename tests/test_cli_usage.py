@@ -119,3 +119,52 @@ def test_list_names_the_users_the_file_holds(make_memory: Any, db_path: Path) ->
     assert json.loads(stats.stdout)["Learning"] == 0 and "alice" in stats.stderr
     mine = runner.invoke(app, [*base, "--user", "alice", "list"])
     assert mine.exit_code == 0 and "Keep emails short" in mine.stdout and mine.stderr == ""
+
+
+def test_read_only_commands_never_load_the_model(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """list, show, stats and cypher open the file with the MiniLM embedder but never load it."""
+    from graphmem import HashEmbedder, Memory
+    from graphmem.embed import SentenceTransformerEmbedder
+
+    hashed = HashEmbedder()
+    monkeypatch.setattr(SentenceTransformerEmbedder, "embed", lambda self, texts: hashed.embed(texts))
+    mem = Memory(str(db_path), user="alice", embedder=SentenceTransformerEmbedder())
+    learning = mem.add_learning("Keep emails short", tool="send_email")
+    mem.close()
+    monkeypatch.undo()
+    loads: list[int] = []
+
+    def no_load(self: Any) -> Any:
+        loads.append(1)
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(SentenceTransformerEmbedder, "_load", no_load)
+    runner = CliRunner()
+    base = ["--db", str(db_path), "--user", "alice", "--embedder", "minilm"]
+    for args in (["list"], ["show", learning.id[:8]], ["stats"], ["cypher", "MATCH (l:Learning) RETURN count(*)"]):
+        result = runner.invoke(app, [*base, *args, "--json"])
+        assert result.exit_code == 0, (args, result.output)
+    assert loads == []
+
+
+def test_loading_the_model_prints_no_progress_bar(capfd: pytest.CaptureFixture[str]) -> None:
+    from graphmem.embed import SentenceTransformerEmbedder
+
+    vector = SentenceTransformerEmbedder().embed(["hello"])
+    assert vector.shape == (1, 384)
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err and "it/s" not in err
+
+
+def test_bulk_writes_report_progress(make_memory: Any) -> None:
+    mem = make_memory("alice")
+    calls: list[tuple[int, int]] = []
+    made = mem.add_learnings([{"content": f"Rule number {i} about topic {i % 7}"} for i in range(300)],
+                             progress=lambda done, total: calls.append((done, total)))
+    assert len(made) == 300
+    assert calls and calls[-1] == (300, 300) and all(t == 300 for _, t in calls)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls) and len(calls) >= 2
+    events: list[tuple[int, int]] = []
+    mem.record_events([{"kind": "message", "content": f"hello {i}"} for i in range(5)],
+                      progress=lambda done, total: events.append((done, total)))
+    assert events == [(5, 5)]
