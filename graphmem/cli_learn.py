@@ -112,7 +112,7 @@ def judge_cmd(
     node: str = typer.Option(None, "--node", help="Only for this node (default: every node)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Configure a named LLM judge (seed 002)."""
+    """Configure a named LLM judge."""
     judge = open_memory().add_judge(name, criteria, node)
     if json_out:
         print_json(judge)
@@ -150,7 +150,7 @@ def train_cmd(
     node: str = typer.Option("default", "--node", help="The node the examples belong to."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Offline mode (seed 002): judge a dataset and learn offline bullets from its failures."""
+    """Offline mode: judge a dataset and learn offline bullets from its failures."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:

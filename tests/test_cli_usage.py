@@ -168,3 +168,14 @@ def test_bulk_writes_report_progress(make_memory: Any) -> None:
     mem.record_events([{"kind": "message", "content": f"hello {i}"} for i in range(5)],
                       progress=lambda done, total: events.append((done, total)))
     assert events == [(5, 5)]
+
+
+def test_no_internal_references_in_user_facing_text() -> None:
+    """README and every --help speak to users: no design-document or tracker numbers."""
+    banned = re.compile(r"seed 0|issue \d|issue #", re.IGNORECASE)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert not banned.findall(readme), [l for l in readme.splitlines() if banned.search(l)]
+    runner = CliRunner()
+    for path, _ in _all_commands():
+        out = runner.invoke(app, [*path, "--help"], terminal_width=200).output
+        assert not banned.findall(out), (path, [l for l in out.splitlines() if banned.search(l)])
