@@ -179,3 +179,21 @@ def test_no_internal_references_in_user_facing_text() -> None:
     for path, _ in _all_commands():
         out = runner.invoke(app, [*path, "--help"], terminal_width=200).output
         assert not banned.findall(out), (path, [l for l in out.splitlines() if banned.search(l)])
+
+
+def test_each_benchmark_has_one_name() -> None:
+    """`graphmem bench NAME` and `python -m benchmarks.NAME` name the same module, and
+    `graphmem bench NAME --help` shows that benchmark's own options."""
+    import importlib
+
+    from graphmem.cli_bench import BENCHMARKS
+
+    for name, (module, _, _) in BENCHMARKS.items():
+        assert module == f"benchmarks.{name}"
+        assert callable(importlib.import_module(module).main)
+    result = CliRunner().invoke(app, ["bench", "learnings", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "--embedder" in result.output and "--history" in result.output
+    summaries = subprocess.run([sys.executable, "-m", "benchmarks.summaries", "--help"], capture_output=True,
+                               text=True, cwd=ROOT, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert summaries.returncode == 0 and "--rounds" in summaries.stdout
