@@ -222,9 +222,10 @@ class RetrievalAPI:
             searcher = EventSearch(self.store, self.embedder, self.settings, self.user)
             with self.store.snapshot():
                 found = searcher.search(text, k=k, tool=tool_name, entities=entity_names)
-            hits.extend(_scaled(found, over))
+            hits.extend(_scaled(_real(found), over))
         if over in ("learnings", "all"):
-            hits.extend(_scaled(self._search_learnings(text, k, tool_name, entity_names, topic_names), over))
+            found = self._search_learnings(text, k, tool_name, entity_names, topic_names)
+            hits.extend(_scaled(_real(found), over))
         hits.sort(key=lambda h: -h.score)
         return hits[:k]
 
@@ -237,6 +238,11 @@ class RetrievalAPI:
             Hit(id=s.learning.id, kind="learning", node=s.learning, score=float(s.score), reasons=list(s.reasons))
             for s in scored
         ]
+
+
+def _real(hits: list[Hit]) -> list[Hit]:
+    """The hits something found: a row with score 0 and no reason is padding, not a hit."""
+    return [h for h in hits if h.score > 0 or h.reasons]
 
 
 def _scaled(hits: list[Hit], over: str) -> list[Hit]:
