@@ -389,7 +389,7 @@ def list_cmd(
 
 @command("show")
 def show_cmd(
-    learning_id: str = typer.Argument(..., help="A learning id (a unique prefix of 8+ characters works)."),
+    learning_id: str = typer.Argument(..., help="A learning id, or a unique prefix of it (4+ characters, e.g. the 8 `list` shows)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show one learning in full, with its lifecycle transitions."""
@@ -424,20 +424,33 @@ def warn_other_users(mem: Any) -> None:
         )
 
 
-def resolve_id(mem: Any, ident: str) -> str:
-    """A full learning id from a full id or a unique prefix of at least 8 characters, among the
-    learnings this user may see (their own and shared ones: another user's never match)."""
-    if len(ident) >= 36:
+#: the shortest id prefix the CLI accepts (ids are uuids; `list` shows 8 characters)
+MIN_ID_PREFIX = 4
+
+
+def resolve_id(mem: Any, ident: str, what: str = "learning") -> str:
+    """A full id from a full id or a unique prefix (at least :data:`MIN_ID_PREFIX` characters),
+    among what this user may see. ``what``: learning (their own and shared ones), context or
+    objective (their own). The one rule for every command that takes an id."""
+    ident = ident.strip()
+    if len(ident) >= 36 or getattr(mem, "store", None) is None:  # a full id, or --server: the server checks
         return ident
-    if len(ident) < 8:
-        raise GraphmemError(f"id prefix {ident!r} is too short; give at least 8 characters")
-    catalog = mem.store.learning_catalog
-    shared = catalog.col("shared")
-    matches = [i for row, i in enumerate(catalog.ids)
-               if i.startswith(ident) and (catalog.user[row] == mem.user or shared[row] > 0)]
-    if len(matches) != 1:
-        raise GraphmemError(f"id prefix {ident!r} matches {len(matches)} learnings; give more characters")
-    return matches[0]
+    if len(ident) < MIN_ID_PREFIX:
+        raise GraphmemError(f"{what} id {ident!r} is too short; give at least {MIN_ID_PREFIX} characters of it")
+    if what == "learning":
+        catalog = mem.store.learning_catalog
+        shared = catalog.col("shared")
+        matches = [i for row, i in enumerate(catalog.ids)
+                   if i.startswith(ident) and (catalog.user[row] == mem.user or shared[row] > 0)]
+    else:
+        table = {"context": "Application", "objective": "Objective"}[what]
+        matches = mem.store.ids_with_prefix(table, mem.user, ident)
+    if not matches:
+        raise GraphmemError(f"no {what} of user {mem.user!r} has an id starting with {ident!r}")
+    if len(matches) > 1:
+        shown = ", ".join(m[:12] for m in matches[:5])
+        raise GraphmemError(f"{what} id {ident!r} is ambiguous ({shown}, ...); give more characters")
+    return str(matches[0])
 
 
 @command("cypher")

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from graphmem.cli import app, command, console, learning_rows, open_memory, print_json, print_rows
+from graphmem.cli import app, command, console, learning_rows, open_memory, print_json, print_rows, resolve_id
 from graphmem.errors import InvalidInputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,12 +47,13 @@ def event_cmd(
     content: str = typer.Argument("", help="What happened."),
     tool: str = typer.Option(None, "--tool", help="The tool used."),
     success: bool = typer.Option(None, "--success/--failure", help="Whether the step worked."),
-    objective: str = typer.Option(None, "--objective", help="The objective id it belongs to."),
+    objective: str = typer.Option(None, "--objective", help="The objective id it belongs to (or a unique prefix, 4+ characters)."),
     role: str = typer.Option(None, "--role", help="user | assistant | tool | a person's name."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Log an event (tool calls/results and assistant messages are outbound)."""
     mem = open_memory()
+    objective = resolve_id(mem, objective, "objective") if objective else None
     event = mem.record_event(kind, content, tool=tool, success=success, objective_id=objective, role=role)
     if json_out:
         print_json(event)
@@ -66,12 +67,13 @@ def observe_cmd(
     tool: str = typer.Option(None, "--tool", help="The tool the message is probably about."),
     not_owner: bool = typer.Option(False, "--not-owner", help="Someone other than the owner wrote it."),
     role: str = typer.Option("user", "--role", help="Who wrote it."),
-    objective: str = typer.Option(None, "--objective", help="The objective id it belongs to."),
+    objective: str = typer.Option(None, "--objective", help="The objective id it belongs to (or a unique prefix, 4+ characters)."),
     entity: list[str] = typer.Option([], "--entity", help="An entity it mentions (repeatable)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Log an inbound message; owner feedback becomes (or reinforces) a learning."""
     mem = open_memory()
+    objective = resolve_id(mem, objective, "objective") if objective else None
     learned = mem.observe_message(
         message, tool=tool, is_owner=not not_owner, role=role, objective_id=objective, entities=entity
     )
@@ -94,14 +96,15 @@ def objective_start_cmd(
 
 @_sub("end")
 def objective_end_cmd(
-    objective_id: str = typer.Argument(..., help="The id printed by `objective start`."),
+    objective_id: str = typer.Argument(..., help="The id printed by `objective start` (or a unique prefix, 4+ characters)."),
     status: str = typer.Option("completed", "--status", help="completed | failed | cancelled"),
     result: str = typer.Option(None, "--result", help="What came out of it."),
     no_reflect: bool = typer.Option(False, "--no-reflect", help="Skip the episode reflection."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """End an objective: self-evaluate, update tool counters, store what is worth remembering."""
-    learned = open_memory().end_objective(objective_id, status, result, reflect=not no_reflect)
+    mem = open_memory()
+    learned = mem.end_objective(resolve_id(mem, objective_id, "objective"), status, result, reflect=not no_reflect)
     _show_learnings(learned, json_out, "ended; nothing worth remembering")
 
 

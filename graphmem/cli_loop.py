@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from graphmem.cli import command, console, open_memory, print_json, print_rows
+from graphmem.cli import command, console, open_memory, print_json, print_rows, resolve_id
 from graphmem.errors import GraphmemError
 
 
 @command("outcome")
 def outcome_cmd(
-    context_id: str = typer.Argument(..., help="The id of a context (ctx.id / `graphmem context --json`)."),
+    context_id: str = typer.Argument(..., help="A context id (ctx.id / `graphmem context --json`), or a unique prefix of it (4+ characters)."),
     success: bool = typer.Option(None, "--success/--failure", help="Did the attempt succeed?"),
     rating: str = typer.Option(None, "--rating", help="good | okay | bad (decides over --success)."),
     reason: list[str] = typer.Option([], "--reason", help="A reason tag, e.g. fallback, retry (repeatable)."),
@@ -20,7 +20,7 @@ def outcome_cmd(
     if success is None and rating is None:
         raise GraphmemError("give --success, --failure or --rating good|okay|bad")
     mem = open_memory()
-    report = mem.record_outcome(context_id, success=success, rating=rating, reasons=reason)
+    report = mem.record_outcome(resolve_id(mem, context_id, "context"), success=success, rating=rating, reasons=reason)
     if json_out:
         print_json(report)
         return

@@ -197,3 +197,31 @@ def test_each_benchmark_has_one_name() -> None:
     summaries = subprocess.run([sys.executable, "-m", "benchmarks.summaries", "--help"], capture_output=True,
                                text=True, cwd=ROOT, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert summaries.returncode == 0 and "--rounds" in summaries.stdout
+
+
+def test_one_id_rule_for_every_command(make_memory: Any, db_path: Path) -> None:
+    mem = make_memory("alice")
+    learning = mem.add_learning("Keep emails to Dana short", tool="send_email")
+    ctx = mem.context("Email Dana", tool="send_email")
+    objective = mem.start_objective("Close the renewal", "email")
+    mem.close()
+    runner = CliRunner()
+    base = ["--db", str(db_path), "--embedder", "hash", "--user", "alice"]
+    shown = runner.invoke(app, [*base, "show", learning.id[:8], "--json"])
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["learning"]["id"] == learning.id
+    done = runner.invoke(app, [*base, "outcome", ctx.id[:8], "--success", "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["context_id"] == ctx.id
+    logged = runner.invoke(app, [*base, "event", "tool_call", "draft", "--objective", objective.id[:8], "--json"])
+    assert logged.exit_code == 0 and json.loads(logged.stdout)["objective_id"] == objective.id
+    ended = runner.invoke(app, [*base, "objective", "end", objective.id[:8], "--no-reflect", "--json"])
+    assert ended.exit_code == 0, ended.output
+    for args, what in ((["show", "deadbeef"], "learning"), (["outcome", "deadbeef", "--success"], "context"),
+                       (["objective", "end", "deadbeef"], "objective")):
+        missing = runner.invoke(app, [*base, *args])
+        assert missing.exit_code == 1
+        assert f"no {what} of user 'alice' has an id starting with 'deadbeef'" in missing.stderr
+    # another user's ids never match
+    other = runner.invoke(app, ["--db", str(db_path), "--embedder", "hash", "--user", "bob", "outcome",
+                                ctx.id[:8], "--failure"])
+    assert other.exit_code == 1 and "no context of user 'bob'" in other.stderr
