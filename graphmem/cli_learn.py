@@ -53,8 +53,8 @@ def event_cmd(
 ) -> None:
     """Log an event (tool calls/results and assistant messages are outbound)."""
     mem = open_memory()
-    objective = resolve_id(mem, objective, "objective") if objective else None
-    event = mem.record_event(kind, content, tool=tool, success=success, objective_id=objective, role=role)
+    objective_id = resolve_id(mem, objective, "objective") if objective else None
+    event = mem.record_event(kind, content, tool=tool, success=success, objective_id=objective_id, role=role)
     if json_out:
         print_json(event)
     else:
@@ -73,9 +73,9 @@ def observe_cmd(
 ) -> None:
     """Log an inbound message; owner feedback becomes (or reinforces) a learning."""
     mem = open_memory()
-    objective = resolve_id(mem, objective, "objective") if objective else None
+    objective_id = resolve_id(mem, objective, "objective") if objective else None
     learned = mem.observe_message(
-        message, tool=tool, is_owner=not not_owner, role=role, objective_id=objective, entities=entity
+        message, tool=tool, is_owner=not not_owner, role=role, objective_id=objective_id, entities=entity
     )
     _show_learnings(learned, json_out, "logged; no feedback to learn from")
 
