@@ -36,13 +36,23 @@ def outcome_cmd(
 
 @command("cycle")
 def cycle_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Run the lifecycle once: windows and transitions, hypotheses, pruning, tiers, decay."""
+    """Run the lifecycle once: windows and transitions, hypotheses, pruning, tiers, decay.
+
+    Only learnings with outcomes since the previous cycle get a window, so a second run right
+    after the first evaluates none (in both the text and the JSON output)."""
     mem = open_memory()
     report = mem.run_cycle()
     if json_out:
-        print_json(report)
+        print_json({**report.model_dump(), "windows_evaluated": len(report.windows), "changed": report.changed})
         return
-    console.print(f"cycle: {len(report.windows)} windows evaluated, {report.changed} changes")
+    n = len(report.windows)
+    console.print(f"cycle: {n} window{'' if n == 1 else 's'} evaluated, {report.changed} changes")
+    if n:
+        print_rows([{"learning": w.learning_id[:8], "sample": w.sample, "quality": f"{w.quality:.2f}",
+                     "pass rate": f"{w.pass_rate:.2f}", "verdict": w.verdict} for w in report.windows],
+                   title="windows")
+    else:
+        console.print("(no learning has new outcomes since the previous cycle)")
     if report.changed:
         print_rows(report.rows(), title="changes")
     for warning in report.warnings:

@@ -225,3 +225,27 @@ def test_one_id_rule_for_every_command(make_memory: Any, db_path: Path) -> None:
     other = runner.invoke(app, ["--db", str(db_path), "--embedder", "hash", "--user", "bob", "outcome",
                                 ctx.id[:8], "--failure"])
     assert other.exit_code == 1 and "no context of user 'bob'" in other.stderr
+
+
+def test_cycle_text_and_json_agree(tmp_path: Path) -> None:
+    """The same state gives the same window count in text and JSON; a second run evaluates none."""
+    from graphmem import HashEmbedder, Memory
+
+    runner = CliRunner()
+    outputs = {}
+    for name in ("text", "json"):
+        db = tmp_path / f"{name}.kuzu"
+        with Memory(str(db), user="alice", embedder=HashEmbedder()) as mem:
+            mem.add_learning("Keep emails to Dana short", tool="send_email")
+            mem.add_learning("Cc Omar on contracts", tool="send_email")
+            ctx = mem.context("Email Dana", tool="send_email")
+            mem.record_outcome(ctx.id, success=True)
+        base = ["--db", str(db), "--embedder", "hash", "--user", "alice", "cycle"]
+        outputs[name] = runner.invoke(app, [*base, "--json"] if name == "json" else base)
+        assert outputs[name].exit_code == 0, outputs[name].output
+        again = runner.invoke(app, [*base, "--json"])
+        assert json.loads(again.stdout)["windows"] == [] and json.loads(again.stdout)["windows_evaluated"] == 0
+    data = json.loads(outputs["json"].stdout)
+    n = len(data["windows"])
+    assert n == data["windows_evaluated"] == 2
+    assert f"cycle: {n} windows evaluated" in outputs["text"].stdout
