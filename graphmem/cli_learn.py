@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import typer
 
 from graphmem.cli import app, command, console, learning_rows, open_memory, print_json, print_rows, resolve_id
-from graphmem.errors import InvalidInputError
+from graphmem.errors import GraphmemError, InvalidInputError, LLMError
 
 F = TypeVar("F", bound=Callable[..., Any])
 objective_app = typer.Typer(help="Start and end objectives (self-evaluated at the end).", no_args_is_help=True)
@@ -74,10 +74,39 @@ def observe_cmd(
     """Log an inbound message; owner feedback becomes (or reinforces) a learning."""
     mem = open_memory()
     objective_id = resolve_id(mem, objective, "objective") if objective else None
+    watch = _FailureRecordingLLM(mem.llm) if hasattr(mem, "llm") else None
+    if watch is not None:
+        mem.llm = watch
     learned = mem.observe_message(
         message, tool=tool, is_owner=not not_owner, role=role, objective_id=objective_id, entities=entity
     )
+    if watch is not None and watch.failures and not learned:
+        raise GraphmemError(
+            f"the message was logged, but the LLM failed, so no feedback was extracted: {watch.failures[-1]}"
+        )
     _show_learnings(learned, json_out, "logged; no feedback to learn from")
+
+
+class _FailureRecordingLLM:
+    """Passes calls to the LLM and keeps the LLMErrors it raised (Memory.observe_message logs
+    them and returns [], which the CLI must not report as "no feedback")."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.failures: list[LLMError] = []
+
+    def generate(self, request: Any, schema: Any, *args: Any, **kwargs: Any) -> Any:
+        """The inner LLM's generate, recording a failed feedback extraction before re-raising it
+        (other calls, e.g. the injection judge, have their own fallback)."""
+        try:
+            return self.inner.generate(request, schema, *args, **kwargs)
+        except LLMError as e:
+            if getattr(schema, "__name__", "") == "FeedbackAnalysis":
+                self.failures.append(e)
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 @_sub("start")

@@ -249,3 +249,38 @@ def test_cycle_text_and_json_agree(tmp_path: Path) -> None:
     n = len(data["windows"])
     assert n == data["windows_evaluated"] == 2
     assert f"cycle: {n} windows evaluated" in outputs["text"].stdout
+
+
+def test_observe_says_when_the_llm_failed(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        from tests.fake_anthropic import FakeAnthropic, Scripted, error
+    except ImportError:  # tests/ on sys.path instead of the repository root
+        from fake_anthropic import FakeAnthropic, Scripted, error  # type: ignore[no-redef]
+
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
+        """No injection, no feedback: whatever tool the request forces."""
+        name = (request.get("tool_choice") or {}).get("name") or "tool"
+        data = ({"is_injection": False, "score": 0.0, "families": [], "reasoning": "plain"}
+                if "injection" in name.lower() else {"has_feedback": False, "confidence": 0.9})
+        block = {"type": "tool_use", "id": "toolu_fake", "name": name, "input": data}
+        return {"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake", "content": [block],
+                "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+    runner = CliRunner()
+    base = ["--db", str(db_path), "--embedder", "hash", "--user", "alice", "observe"]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-bad")
+    with FakeAnthropic() as fake:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        fake.push(*[error(401, "authentication_error", "invalid x-api-key") for _ in range(4)])
+        failed = runner.invoke(app, [*base, "Keep emails under 3 paragraphs", "--tool", "send_email"])
+    assert failed.exit_code == 1, failed.output
+    assert "LLM failed" in failed.stderr and "invalid x-api-key" in failed.stderr
+    assert "no feedback to learn from" not in failed.output
+    with FakeAnthropic() as fake:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        fake.push(*[Scripted(200, answer) for _ in range(4)])
+        fine = runner.invoke(app, [*base, "Thanks, that was all"])
+    assert fine.exit_code == 0, fine.output
+    assert "no feedback to learn from" in fine.stdout
+    stats = runner.invoke(app, ["--db", str(db_path), "--embedder", "hash", "--user", "alice", "stats", "--json"])
+    assert json.loads(stats.stdout)["Event"] == 2  # both messages were logged
