@@ -284,3 +284,24 @@ def test_observe_says_when_the_llm_failed(db_path: Path, monkeypatch: pytest.Mon
     assert "no feedback to learn from" in fine.stdout
     stats = runner.invoke(app, ["--db", str(db_path), "--embedder", "hash", "--user", "alice", "stats", "--json"])
     assert json.loads(stats.stdout)["Event"] == 2  # both messages were logged
+
+
+def test_bulk_files_with_progress(tmp_path: Path, db_path: Path) -> None:
+    learnings = tmp_path / "learnings.jsonl"
+    learnings.write_text("\n".join(json.dumps({"content": f"Rule {i} about topic {i % 5}", "tool": "t"})
+                                   for i in range(300)) + "\n", encoding="utf-8")
+    events = tmp_path / "events.jsonl"
+    events.write_text(json.dumps({"kind": "message", "content": "hello"}) + "\n\n", encoding="utf-8")
+    runner = CliRunner()
+    base = ["--db", str(db_path), "--embedder", "hash", "--user", "alice"]
+    added = runner.invoke(app, [*base, "add-file", str(learnings)])
+    assert added.exit_code == 0, added.output
+    assert "added 300 learning(s)" in added.stdout
+    logged = runner.invoke(app, [*base, "event-file", str(events), "--json"])
+    assert logged.exit_code == 0 and len(json.loads(logged.stdout)) == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "ok"}\nnot json\n', encoding="utf-8")
+    refused = runner.invoke(app, [*base, "add-file", str(bad)])
+    assert refused.exit_code == 1 and "bad.jsonl:2" in refused.stderr
+    stats = json.loads(runner.invoke(app, [*base, "stats", "--json"]).stdout)
+    assert stats["Learning"] == 300 and stats["Event"] == 1
