@@ -33,7 +33,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             item = json.loads(line)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             raise GraphmemError(f"{path}:{number}: not JSON ({e.msg}); write one JSON object per line") from e
         if not isinstance(item, dict):
             raise GraphmemError(f"{path}:{number}: expected a JSON object, got {type(item).__name__}")
