@@ -5,11 +5,14 @@ BIN := $(VENV)/bin
 
 .PHONY: setup demo test check bench-learnings clean
 
-# torch==2.13.0 first: it is the local CPU build; any other version pulls gigabytes of CUDA.
+# torch first, CPU-only: the default CUDA wheels are gigabytes. TORCH / TORCH_INDEX choose it, e.g.
+# make demo TORCH=torch TORCH_INDEX=https://download.pytorch.org/whl/cpu   (any Linux machine)
+TORCH ?= torch==2.13.0
+TORCH_INDEX ?=
 $(BIN)/graphmem: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install --quiet -e ".[dev]"
 	@touch $(BIN)/graphmem
 
@@ -17,6 +20,7 @@ setup: $(BIN)/graphmem
 
 demo: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python examples/quickstart.py
+	@echo "The graphmem command is in $(BIN): run '. $(BIN)/activate' first, or call $(BIN)/graphmem directly."
 
 test: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest

@@ -2,7 +2,7 @@
 
     python -m benchmarks.guard [--history benchmarks/results/history.jsonl] [--embedder minilm]
 
-prints the trend report of the stored history. ``python -m benchmarks.learnings_bench --check``
+prints the trend report of the stored history. ``python -m benchmarks.learnings --check``
 (and ``graphmem bench learnings --check``) measures, checks and appends one entry.
 
 A run fails when (thresholds from :class:`graphmem.config.Settings`):

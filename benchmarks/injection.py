@@ -46,7 +46,8 @@ from graphmem.learn.injection import FAMILIES, score_injection
 DATA = Path(__file__).resolve().parent / "data" / "injection_set.jsonl"
 RESULTS = Path(__file__).resolve().parent / "results"
 LOCAL = RESULTS / "local"
-UNSCREENED = Settings(injection_doubt_threshold=1.01, injection_refuse_threshold=1.01)
+# thresholds above any score: screening off (model_copy skips the [0, 1] range check on purpose)
+UNSCREENED = Settings().model_copy(update={"injection_doubt_threshold": 1.01, "injection_refuse_threshold": 1.01})
 TRACE_INPUT = "Summarise the page for the user"
 TRACE_TRUTH = "A three-line summary of the page"
 

@@ -2,7 +2,9 @@
 
     python -m benchmarks.locomo [--limit-conversations N] [--json-out benchmarks/results/locomo.json]
 
-Data: ``../shared/benchdata/locomo/locomo10.json`` next to the repository (or ``--data DIR``),
+Data: the public LoCoMo dataset's ``locomo10.json`` (https://github.com/snap-research/locomo, folder
+``data/``; not bundled), from ``--data DIR``, else ``$GRAPHMEM_LOCOMO_DATA``, else
+``../shared/benchdata/locomo/`` next to the repository,
 read in place; the benchmark skips with a message when it is absent. Per conversation, one
 in-memory Memory with the bundled MiniLM embedder; every turn goes in through
 ``Memory.record_events`` (one batch, the same fields as ``record_event("message", text,
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -286,7 +289,10 @@ def plot(summary: dict[str, Any], path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
     ap = argparse.ArgumentParser(prog="python -m benchmarks.locomo", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding locomo10.json")
+    ap.add_argument(
+        "--data", type=Path, default=Path(os.environ.get("GRAPHMEM_LOCOMO_DATA") or DEFAULT_DATA),
+        help="folder holding locomo10.json (default: $GRAPHMEM_LOCOMO_DATA, else ../shared/benchdata/locomo)",
+    )
     ap.add_argument("--limit-conversations", type=int, default=None)
     ap.add_argument("--json-out", type=Path, default=REPO / "benchmarks" / "results" / "locomo.json")
     ap.add_argument("--png-out", type=Path, default=REPO / "benchmarks" / "results" / "locomo.png")
@@ -294,7 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--configs", default=";".join(CONFIGS), help="semicolon-separated subset of: " + ", ".join(CONFIGS))
     args = ap.parse_args(argv)
     if not (args.data / "locomo10.json").exists():
-        print(f"locomo: skipped, {args.data / 'locomo10.json'} is absent (pass --data DIR holding locomo10.json)")
+        print(f"locomo: skipped, {args.data / 'locomo10.json'} is absent (download locomo10.json from "
+              "https://github.com/snap-research/locomo (folder data/) and pass --data DIR or set GRAPHMEM_LOCOMO_DATA)")
         return 0
     configs = [c.strip() for c in args.configs.split(";") if c.strip()]
     unknown = [c for c in configs if c not in CONFIGS]

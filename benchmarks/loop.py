@@ -47,7 +47,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.learnings_bench import _stdout_to_stderr
+from benchmarks.learnings import _stdout_to_stderr
 from graphmem.config import Settings
 from graphmem.embed import Embedder, HashEmbedder
 from graphmem.memory import Memory

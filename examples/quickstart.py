@@ -1,7 +1,8 @@
 """graphmem quickstart: learnings about tools and people, Cypher over them, and what an agent gets.
 
     make demo                      # sets up .venv and runs this file
-    python examples/quickstart.py  # inside the venv; writes quickstart.kuzu in a temp folder
+    python examples/quickstart.py  # inside the venv; uses a temporary file, removed at the end
+    python examples/quickstart.py agent.kuzu   # keeps the database in agent.kuzu
 
 Uses the bundled all-MiniLM-L6-v2 embedder (offline) and the deterministic OfflineLLM.
 """
@@ -60,6 +61,12 @@ def main(db: Path) -> None:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "quickstart.kuzu"
-    main(target)
-    print(f"\ndatabase: {target}  (try: graphmem --db {target} --user alice list)")
+    if len(sys.argv) > 1:
+        target = Path(sys.argv[1])
+        main(target)
+        print(f"\ndatabase: {target}  (try: graphmem --db {target} --user alice list)")
+    else:
+        with tempfile.TemporaryDirectory(prefix="graphmem-quickstart-") as folder:
+            main(Path(folder) / "quickstart.kuzu")
+        print("\n(the database was temporary and is removed; pass a path to keep it: "
+              "python examples/quickstart.py agent.kuzu)")

@@ -19,13 +19,140 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import typer
+import typer.core
 from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
 from graphmem.errors import GraphmemError
 
+try:  # recent typer vendors click as typer._click: its exceptions are the ones raised
+    from typer._click import exceptions as click_errors
+    from typer._click.core import Command as ClickCommand
+    from typer._click.core import Context as ClickContext
+except ImportError:  # pragma: no cover - older typer on plain click
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+    from click.core import Command as ClickCommand  # type: ignore[assignment]
+    from click.core import Context as ClickContext  # type: ignore[assignment]
+
+#: Options of the root command that may also be given after the command (value-taking, flags).
+GLOBAL_VALUE_OPTIONS = ("--db", "--user", "--embedder", "--server", "--api-key")
+GLOBAL_FLAG_OPTIONS = ("--read-only",)
+
+
+class GraphmemGroup(typer.core.TyperGroup):
+    """The root group: global options are accepted after the command too, and usage errors
+    print one line and exit 1 (like every other error)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        plain_value_labels(self)
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        """Move global options written after the command to before it."""
+        return super().parse_args(ctx, hoist_global_options(self, ctx, list(args)))
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the CLI; usage errors become ``error: ...`` on one line and exit status 1."""
+        standalone = kwargs.get("standalone_mode", True)
+        kwargs["standalone_mode"] = False
+        if not standalone:
+            return super().main(*args, **kwargs)
+        try:
+            rv = super().main(*args, **kwargs)
+        except click_errors.NoArgsIsHelpError as e:
+            typer.echo(e.ctx.get_help() if e.ctx is not None else str(e))
+            sys.exit(0)
+        except click_errors.UsageError as e:
+            hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""
+            err_console.print(f"[red]error:[/red] {e.format_message()}{hint}", highlight=False, soft_wrap=True)
+            sys.exit(1)
+        except click_errors.ClickException as e:
+            err_console.print(f"[red]error:[/red] {e.format_message()}", highlight=False, soft_wrap=True)
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            err_console.print("aborted", highlight=False)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
+
+
+def plain_value_labels(cmd: ClickCommand) -> None:
+    """Show a value's kind in --help as click does (TEXT, INTEGER, FLOAT, or the choices), and
+    nothing for flags, instead of Python type labels such as ``<bool>`` or ``<list[str]>``."""
+    for param in cmd.params:
+        if getattr(param, "is_flag", False) or param.opts == ["--help"]:
+            label = ""
+        elif param.metavar is not None:
+            label = param.metavar
+        else:
+            desc = getattr(param, "type_descriptor", None)
+            choices = getattr(desc, "choices", None) if getattr(desc, "is_choice", False) else None
+            if choices:
+                label = "|".join(str(getattr(c, "value", c)) for c in choices)
+            else:
+                bare = param.bare_type() if hasattr(param, "bare_type") else str(getattr(param, "type", "text"))
+                bare = bare.removeprefix("list[").removesuffix("]").lower()
+                label = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH"}.get(bare, bare.upper())
+        setattr(param, "display_type_rich", lambda ctx, _label=label: _label)  # noqa: B010
+    help_option = cmd.get_help_option
+
+    def quiet_help_option(ctx: ClickContext) -> Any:
+        opt = help_option(ctx)
+        if opt is not None:
+            setattr(opt, "display_type_rich", lambda ctx: "")  # noqa: B010
+        return opt
+
+    setattr(cmd, "get_help_option", quiet_help_option)  # noqa: B010
+    for sub in getattr(cmd, "commands", {}).values():
+        plain_value_labels(sub)
+
+
+def hoist_global_options(group: Any, ctx: ClickContext, args: list[str]) -> list[str]:
+    """``args`` with the global options found after the command name moved in front of it.
+
+    An option the command itself declares (``forget --user``, ``keys create --user``) stays with
+    the command, and so does everything after ``--`` and every argument of a command that passes
+    unknown options on (``bench NAME ...``).
+    """
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":  # options before the command
+        i += 2 if args[i] in GLOBAL_VALUE_OPTIONS else 1
+    if i >= len(args) or args[i] == "--":
+        return args
+    head, rest = args[:i], args[i:]
+    leaf: Any = group.get_command(ctx, rest[0])
+    j = 1
+    while hasattr(leaf, "get_command") and j < len(rest) and not rest[j].startswith("-"):
+        leaf = leaf.get_command(ctx, rest[j])
+        j += 1
+    if leaf is None or getattr(leaf, "context_settings", {}).get("ignore_unknown_options"):
+        return args
+    own = {opt for p in leaf.params for opt in (*p.opts, *p.secondary_opts)}
+    moved: list[str] = []
+    kept: list[str] = []
+    k = 0
+    while k < len(rest):
+        tok = rest[k]
+        if tok == "--":
+            kept += rest[k:]
+            break
+        name = tok.split("=", 1)[0]
+        if name in own or name not in (*GLOBAL_VALUE_OPTIONS, *GLOBAL_FLAG_OPTIONS):
+            kept.append(tok)
+        elif name in GLOBAL_VALUE_OPTIONS and "=" not in tok:
+            moved += rest[k : k + 2]
+            k += 1
+        else:
+            moved.append(tok)
+        k += 1
+    if "--json" in head and "--json" not in kept and "--json" in own:  # `graphmem --json list`
+        head = [t for t in head if t != "--json"]
+        kept.append("--json")
+    return head + moved + kept
+
+
 app = typer.Typer(
+    cls=GraphmemGroup,
     name="graphmem",
     help="graphmem: a graph-native learning memory for self-improving LLM agents (Kùzu).",
     no_args_is_help=True,
@@ -207,16 +334,22 @@ def init_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."))
 @command("add")
 def add_cmd(
     content: str = typer.Argument(..., help="The learning, e.g. 'Keep emails under 3 paragraphs'."),
-    kind: str = typer.Option("rule", help="rule|preference|checklist|bug_fix|prompt|observation|hypothesis"),
+    kind: str = typer.Option(
+        "rule", help="rule | preference | checklist | bug_fix | prompt | observation | hypothesis."
+    ),
     tool: str = typer.Option(None, help="The tool it is about."),
     entity: list[str] = typer.Option([], "--entity", help="An entity it mentions (repeatable)."),
     topic: list[str] = typer.Option([], "--topic", help="A topic it is about (repeatable)."),
-    objective_type: str = typer.Option(None, "--objective-type"),
-    recommendation: str = typer.Option(None),
-    applies_when: str = typer.Option(None, "--applies-when"),
-    sentiment: str = typer.Option("neutral"),
-    confidence: float = typer.Option(0.5),
-    status: str = typer.Option("active"),
+    objective_type: str = typer.Option(
+        None, "--objective-type", help="The kind of task it serves, free text (e.g. 'email', 'deploy')."
+    ),
+    recommendation: str = typer.Option(None, help="What to do, in one sentence (free text)."),
+    applies_when: str = typer.Option(None, "--applies-when", help="When it applies, in one sentence (free text)."),
+    sentiment: str = typer.Option("neutral", help="positive | negative | neutral."),
+    confidence: float = typer.Option(0.5, help="How sure it is, 0.0 to 1.0."),
+    status: str = typer.Option(
+        "active", help="shadow | candidate | canary | active | disabled (see the README's Concepts)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Add a learning (an exact duplicate is merged into the existing one)."""
@@ -235,12 +368,12 @@ def add_cmd(
 
 @command("list")
 def list_cmd(
-    status: str = typer.Option(None),
-    tier: str = typer.Option(None),
-    tool: str = typer.Option(None),
-    topic: str = typer.Option(None),
-    entity: str = typer.Option(None),
-    limit: int = typer.Option(50),
+    status: str = typer.Option(None, help="Only this status: shadow | candidate | canary | active | disabled."),
+    tier: str = typer.Option(None, help="Only this tier: pinned | active | archive."),
+    tool: str = typer.Option(None, help="Only learnings about this tool."),
+    topic: str = typer.Option(None, help="Only learnings about this topic."),
+    entity: str = typer.Option(None, help="Only learnings that mention this entity."),
+    limit: int = typer.Option(50, help="At most this many rows."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List this user's learnings, newest first."""
@@ -250,11 +383,13 @@ def list_cmd(
         print_json(items)
     else:
         print_rows(learning_rows(items), title=f"learnings of {state.user}")
+    if not items:
+        warn_other_users(mem)
 
 
 @command("show")
 def show_cmd(
-    learning_id: str = typer.Argument(..., help="A learning id (a unique prefix of 8+ characters works)."),
+    learning_id: str = typer.Argument(..., help="A learning id, or a unique prefix of it (4+ characters, e.g. the 8 `list` shows)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show one learning in full, with its lifecycle transitions."""
@@ -269,20 +404,53 @@ def show_cmd(
         print_rows([t.model_dump(exclude={"id", "learning_id"}) for t in transitions], title="transitions")
 
 
-def resolve_id(mem: Any, ident: str) -> str:
-    """A full learning id from a full id or a unique prefix of at least 8 characters, among the
-    learnings this user may see (their own and shared ones: another user's never match)."""
-    if len(ident) >= 36:
+def other_users(mem: Any) -> list[str]:
+    """The users with learnings or events in the file when --user has none (else [])."""
+    store = getattr(mem, "store", None)  # a Client (--server) has no store: the key names the user
+    if store is None:
+        return []
+    owners = set(store.learning_catalog.user) | set(store.event_catalog.user)
+    return [] if mem.user in owners else sorted(owners)
+
+
+def warn_other_users(mem: Any) -> None:
+    """On stderr: --user has no rows here but other users do; name them."""
+    others = other_users(mem)
+    if others:
+        shown = ", ".join(others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else "")
+        err_console.print(
+            f"note: user {mem.user!r} has no learnings or events in {state.db}; it holds those of "
+            f"{shown}: pass --user NAME (or set GRAPHMEM_USER)", highlight=False, soft_wrap=True,
+        )
+
+
+#: the shortest id prefix the CLI accepts (ids are uuids; `list` shows 8 characters)
+MIN_ID_PREFIX = 4
+
+
+def resolve_id(mem: Any, ident: str, what: str = "learning") -> str:
+    """A full id from a full id or a unique prefix (at least :data:`MIN_ID_PREFIX` characters),
+    among what this user may see. ``what``: learning (their own and shared ones), context or
+    objective (their own). The one rule for every command that takes an id."""
+    ident = ident.strip()
+    if len(ident) >= 36 or getattr(mem, "store", None) is None:  # a full id, or --server: the server checks
         return ident
-    if len(ident) < 8:
-        raise GraphmemError(f"id prefix {ident!r} is too short; give at least 8 characters")
-    catalog = mem.store.learning_catalog
-    shared = catalog.col("shared")
-    matches = [i for row, i in enumerate(catalog.ids)
-               if i.startswith(ident) and (catalog.user[row] == mem.user or shared[row] > 0)]
-    if len(matches) != 1:
-        raise GraphmemError(f"id prefix {ident!r} matches {len(matches)} learnings; give more characters")
-    return matches[0]
+    if len(ident) < MIN_ID_PREFIX:
+        raise GraphmemError(f"{what} id {ident!r} is too short; give at least {MIN_ID_PREFIX} characters of it")
+    if what == "learning":
+        catalog = mem.store.learning_catalog
+        shared = catalog.col("shared")
+        matches = [i for row, i in enumerate(catalog.ids)
+                   if i.startswith(ident) and (catalog.user[row] == mem.user or shared[row] > 0)]
+    else:
+        table = {"context": "Application", "objective": "Objective"}[what]
+        matches = mem.store.ids_with_prefix(table, mem.user, ident)
+    if not matches:
+        raise GraphmemError(f"no {what} of user {mem.user!r} has an id starting with {ident!r}")
+    if len(matches) > 1:
+        shown = ", ".join(m[:12] for m in matches[:5])
+        raise GraphmemError(f"{what} id {ident!r} is ambiguous ({shown}, ...); give more characters")
+    return str(matches[0])
 
 
 @command("cypher")
@@ -310,6 +478,8 @@ def stats_cmd(
     """Node and edge counts of --user's memory (--all-users: of the whole file)."""
     mem = open_memory()
     counts = mem.stats(all_users=all_users)
+    if not all_users:
+        warn_other_users(mem)
     if json_out:
         print_json(counts)
     else:

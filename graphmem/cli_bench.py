@@ -1,6 +1,6 @@
 """CLI for the benchmarks: ``graphmem bench NAME [--check] [--json] [ARGS...]``.
 
-NAME is one of learnings, locomo, scale, loop, ingest, summaries, injection; every other argument is passed
+NAME is one of :data:`BENCHMARKS` (also runnable as ``python -m benchmarks.NAME``); every other argument is passed
 to that benchmark's ``main(argv)`` unchanged (e.g. ``graphmem bench learnings --embedder hash``,
 ``graphmem bench loop --episodes 200``). ``--check`` is the learnings regression guard. With
 ``--json`` the benchmark's tables go to stderr and its result is printed as JSON on stdout.
@@ -24,13 +24,17 @@ from graphmem.errors import GraphmemError
 
 #: bench name -> (module, whether its main takes --json itself, its default JSON output file)
 BENCHMARKS: dict[str, tuple[str, bool, str | None]] = {
-    "learnings": ("benchmarks.learnings_bench", True, "learnings.json"),
+    "learnings": ("benchmarks.learnings", True, "learnings.json"),
     "locomo": ("benchmarks.locomo", False, "locomo.json"),
     "scale": ("benchmarks.scale", False, None),
     "loop": ("benchmarks.loop", True, "loop.json"),
     "ingest": ("benchmarks.ingest", False, "ingest.json"),
-    "summaries": ("benchmarks.summaries_bench", False, "summaries.json"),
+    "summaries": ("benchmarks.summaries", False, "summaries.json"),
     "injection": ("benchmarks.injection", False, None),
+    "lexical": ("benchmarks.lexical", False, None),
+    "server": ("benchmarks.server", False, None),
+    "contention": ("benchmarks.contention", False, None),
+    "stress": ("benchmarks.stress", False, None),
 }
 
 
@@ -68,17 +72,42 @@ def run_benchmark(name: str, argv: Sequence[str], *, check: bool = False, as_jso
 
 @command(
     "bench",
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
 )
 def bench_cmd(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="learnings | locomo | scale | loop | ingest | summaries | injection"),
+    name: str = typer.Argument(None, help=" | ".join(BENCHMARKS) + "."),
     check: bool = typer.Option(False, "--check", help="learnings only: the regression guard (exit 1 on a regression)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (tables go to stderr)."),
+    show_help: bool = typer.Option(
+        False, "--help", help="Show this message; after NAME, that benchmark's own options."
+    ),
 ) -> None:
-    """Run a benchmark; extra arguments go to it (e.g. `graphmem bench learnings --embedder hash`)."""
+    """Run a benchmark; extra arguments go to it (`graphmem bench NAME --help` lists them)."""
+    if name is None and not show_help:
+        raise GraphmemError(f"give a benchmark name: {', '.join(BENCHMARKS)} (graphmem bench --help)")
+    if name is None or (show_help and name not in BENCHMARKS):
+        typer.echo(ctx.get_help())
+        return
+    if show_help:
+        benchmark_help(name)
+        return
     status = run_benchmark(name, list(ctx.args), check=check, as_json=json_out)
     if status:
         if not json_out:
             console.print(f"bench {name}: exit status {status}")
         raise typer.Exit(status)
+
+
+def benchmark_help(name: str) -> None:
+    """Print the benchmark's own options (its argparse ``--help``), as `graphmem bench NAME`."""
+    module = importlib.import_module(BENCHMARKS[name][0])
+    argv0 = sys.argv[0]
+    sys.argv[0] = f"graphmem bench {name}"
+    try:
+        module.main(["--help"])
+    except SystemExit as e:
+        if e.code not in (0, None):
+            raise
+    finally:
+        sys.argv[0] = argv0

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 import typer
 
-from graphmem.cli import app, command, console, learning_rows, open_memory, print_json, print_rows
-from graphmem.errors import InvalidInputError
+from graphmem.cli import app, command, console, learning_rows, open_memory, print_json, print_rows, resolve_id
+from graphmem.errors import GraphmemError, InvalidInputError, LLMError
 
 F = TypeVar("F", bound=Callable[..., Any])
 objective_app = typer.Typer(help="Start and end objectives (self-evaluated at the end).", no_args_is_help=True)
@@ -47,13 +47,14 @@ def event_cmd(
     content: str = typer.Argument("", help="What happened."),
     tool: str = typer.Option(None, "--tool", help="The tool used."),
     success: bool = typer.Option(None, "--success/--failure", help="Whether the step worked."),
-    objective: str = typer.Option(None, "--objective", help="The objective id it belongs to."),
+    objective: str = typer.Option(None, "--objective", help="The objective id it belongs to (or a unique prefix, 4+ characters)."),
     role: str = typer.Option(None, "--role", help="user | assistant | tool | a person's name."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Log an event (tool calls/results and assistant messages are outbound)."""
     mem = open_memory()
-    event = mem.record_event(kind, content, tool=tool, success=success, objective_id=objective, role=role)
+    objective_id = resolve_id(mem, objective, "objective") if objective else None
+    event = mem.record_event(kind, content, tool=tool, success=success, objective_id=objective_id, role=role)
     if json_out:
         print_json(event)
     else:
@@ -66,16 +67,46 @@ def observe_cmd(
     tool: str = typer.Option(None, "--tool", help="The tool the message is probably about."),
     not_owner: bool = typer.Option(False, "--not-owner", help="Someone other than the owner wrote it."),
     role: str = typer.Option("user", "--role", help="Who wrote it."),
-    objective: str = typer.Option(None, "--objective", help="The objective id it belongs to."),
+    objective: str = typer.Option(None, "--objective", help="The objective id it belongs to (or a unique prefix, 4+ characters)."),
     entity: list[str] = typer.Option([], "--entity", help="An entity it mentions (repeatable)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Log an inbound message; owner feedback becomes (or reinforces) a learning."""
     mem = open_memory()
+    objective_id = resolve_id(mem, objective, "objective") if objective else None
+    watch = _FailureRecordingLLM(mem.llm) if hasattr(mem, "llm") else None
+    if watch is not None:
+        mem.llm = watch
     learned = mem.observe_message(
-        message, tool=tool, is_owner=not not_owner, role=role, objective_id=objective, entities=entity
+        message, tool=tool, is_owner=not not_owner, role=role, objective_id=objective_id, entities=entity
     )
+    if watch is not None and watch.failures and not learned:
+        raise GraphmemError(
+            f"the message was logged, but the LLM failed, so no feedback was extracted: {watch.failures[-1]}"
+        )
     _show_learnings(learned, json_out, "logged; no feedback to learn from")
+
+
+class _FailureRecordingLLM:
+    """Passes calls to the LLM and keeps the LLMErrors it raised (Memory.observe_message logs
+    them and returns [], which the CLI must not report as "no feedback")."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.failures: list[LLMError] = []
+
+    def generate(self, request: Any, schema: Any, *args: Any, **kwargs: Any) -> Any:
+        """The inner LLM's generate, recording a failed feedback extraction before re-raising it
+        (other calls, e.g. the injection judge, have their own fallback)."""
+        try:
+            return self.inner.generate(request, schema, *args, **kwargs)
+        except LLMError as e:
+            if getattr(schema, "__name__", "") == "FeedbackAnalysis":
+                self.failures.append(e)
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 @_sub("start")
@@ -94,14 +125,15 @@ def objective_start_cmd(
 
 @_sub("end")
 def objective_end_cmd(
-    objective_id: str = typer.Argument(..., help="The id printed by `objective start`."),
+    objective_id: str = typer.Argument(..., help="The id printed by `objective start` (or a unique prefix, 4+ characters)."),
     status: str = typer.Option("completed", "--status", help="completed | failed | cancelled"),
     result: str = typer.Option(None, "--result", help="What came out of it."),
     no_reflect: bool = typer.Option(False, "--no-reflect", help="Skip the episode reflection."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """End an objective: self-evaluate, update tool counters, store what is worth remembering."""
-    learned = open_memory().end_objective(objective_id, status, result, reflect=not no_reflect)
+    mem = open_memory()
+    learned = mem.end_objective(resolve_id(mem, objective_id, "objective"), status, result, reflect=not no_reflect)
     _show_learnings(learned, json_out, "ended; nothing worth remembering")
 
 
@@ -112,7 +144,7 @@ def judge_cmd(
     node: str = typer.Option(None, "--node", help="Only for this node (default: every node)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Configure a named LLM judge (seed 002)."""
+    """Configure a named LLM judge."""
     judge = open_memory().add_judge(name, criteria, node)
     if json_out:
         print_json(judge)
@@ -150,7 +182,7 @@ def train_cmd(
     node: str = typer.Option("default", "--node", help="The node the examples belong to."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Offline mode (seed 002): judge a dataset and learn offline bullets from its failures."""
+    """Offline mode: judge a dataset and learn offline bullets from its failures."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from graphmem.cli import command, console, open_memory, print_json, print_rows
+from graphmem.cli import command, console, open_memory, print_json, print_rows, resolve_id
 from graphmem.errors import GraphmemError
 
 
 @command("outcome")
 def outcome_cmd(
-    context_id: str = typer.Argument(..., help="The id of a context (ctx.id / `graphmem context --json`)."),
+    context_id: str = typer.Argument(..., help="A context id (ctx.id / `graphmem context --json`), or a unique prefix of it (4+ characters)."),
     success: bool = typer.Option(None, "--success/--failure", help="Did the attempt succeed?"),
     rating: str = typer.Option(None, "--rating", help="good | okay | bad (decides over --success)."),
     reason: list[str] = typer.Option([], "--reason", help="A reason tag, e.g. fallback, retry (repeatable)."),
@@ -20,7 +20,7 @@ def outcome_cmd(
     if success is None and rating is None:
         raise GraphmemError("give --success, --failure or --rating good|okay|bad")
     mem = open_memory()
-    report = mem.record_outcome(context_id, success=success, rating=rating, reasons=reason)
+    report = mem.record_outcome(resolve_id(mem, context_id, "context"), success=success, rating=rating, reasons=reason)
     if json_out:
         print_json(report)
         return
@@ -36,13 +36,23 @@ def outcome_cmd(
 
 @command("cycle")
 def cycle_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Run the lifecycle once: windows and transitions, hypotheses, pruning, tiers, decay."""
+    """Run the lifecycle once: windows and transitions, hypotheses, pruning, tiers, decay.
+
+    Only learnings with outcomes since the previous cycle get a window, so a second run right
+    after the first evaluates none (in both the text and the JSON output)."""
     mem = open_memory()
     report = mem.run_cycle()
     if json_out:
-        print_json(report)
+        print_json({**report.model_dump(), "windows_evaluated": len(report.windows), "changed": report.changed})
         return
-    console.print(f"cycle: {len(report.windows)} windows evaluated, {report.changed} changes")
+    n = len(report.windows)
+    console.print(f"cycle: {n} window{'' if n == 1 else 's'} evaluated, {report.changed} changes")
+    if n:
+        print_rows([{"learning": w.learning_id[:8], "sample": w.sample, "quality": f"{w.quality:.2f}",
+                     "pass rate": f"{w.pass_rate:.2f}", "verdict": w.verdict} for w in report.windows],
+                   title="windows")
+    else:
+        console.print("(no learning has new outcomes since the previous cycle)")
     if report.changed:
         print_rows(report.rows(), title="changes")
     for warning in report.warnings:

@@ -170,10 +170,16 @@ class _Api:
         }
         return self._send(_Req("POST", "/v1/learnings", body, parse=_model(Learning), writes=True))  # type: ignore[no-any-return]
 
-    def add_learnings(self, items: Sequence[Mapping[str, Any]]) -> list[Learning]:
-        """Store many learnings in one transaction (see :meth:`Memory.add_learnings`)."""
+    def add_learnings(
+        self, items: Sequence[Mapping[str, Any]], *, progress: Callable[[int, int], None] | None = None
+    ) -> list[Learning]:
+        """Store many learnings in one transaction (see :meth:`Memory.add_learnings`); ``progress``
+        is called once, with (total, total), when the server has stored them."""
         body = {"items": [_listify(dict(i)) for i in items]}
-        return self._send(_Req("POST", "/v1/learnings/batch", body, parse=_model(list[Learning]), writes=True))  # type: ignore[no-any-return]
+        out: list[Learning] = self._send(_Req("POST", "/v1/learnings/batch", body, parse=_model(list[Learning]), writes=True))
+        if progress is not None:
+            progress(len(body["items"]), len(body["items"]))
+        return out
 
     def get_learning(self, learning_id: str) -> Learning:
         """One of this user's (or a shared) learning by id."""
@@ -237,10 +243,15 @@ class _Api:
         }
         return self._send(_Req("POST", "/v1/events", body, parse=_model(Event), writes=True))  # type: ignore[no-any-return]
 
-    def record_events(self, items: Sequence[Mapping[str, Any]]) -> list[Event]:
-        """Log many events in one transaction."""
+    def record_events(
+        self, items: Sequence[Mapping[str, Any]], *, progress: Callable[[int, int], None] | None = None
+    ) -> list[Event]:
+        """Log many events in one transaction; ``progress`` is called once, with (total, total)."""
         body = {"items": [_listify(dict(i)) for i in items]}
-        return self._send(_Req("POST", "/v1/events/batch", body, parse=_model(list[Event]), writes=True))  # type: ignore[no-any-return]
+        out: list[Event] = self._send(_Req("POST", "/v1/events/batch", body, parse=_model(list[Event]), writes=True))
+        if progress is not None:
+            progress(len(body["items"]), len(body["items"]))
+        return out
 
     def observe_message(
         self,

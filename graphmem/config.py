@@ -60,7 +60,7 @@ class Settings(BaseModel):
     anthropic_max_tokens: int = 1024
     llm_timeout_s: float = 30.0
     llm_max_retries: int = 3
-    llm_backoff_s: float = 0.5
+    llm_backoff_s: float = 0.5  # unused since the SDKs retry with their own backoff; kept for old configs
 
     # --- token budgets per context section (seed 001) -----------------------------------
     budget_user_preferences: int = 300

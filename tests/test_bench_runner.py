@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks import guard
 from benchmarks.dataset import load_dataset
-from benchmarks.learnings_bench import evaluate
+from benchmarks.learnings import evaluate
 from benchmarks.loop import LoopConfig, simulate
 from graphmem.config import Settings
 from graphmem.embed import HashEmbedder

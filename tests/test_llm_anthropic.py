@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 
@@ -14,9 +15,9 @@ from graphmem.llm.base import LLM
 from graphmem.llm.prompts import feedback_request, judge_request
 
 try:
-    from tests.fake_anthropic import FakeAnthropic, error, refusal, text_only, tool_use
+    from tests.fake_anthropic import FakeAnthropic, Scripted, error, refusal, text_only, tool_use
 except ImportError:  # tests/ on sys.path instead of the repository root
-    from fake_anthropic import FakeAnthropic, error, refusal, text_only, tool_use  # type: ignore[no-redef]
+    from fake_anthropic import FakeAnthropic, Scripted, error, refusal, text_only, tool_use  # type: ignore[no-redef]
 
 FAST = Settings(anthropic_model="claude-test-model", llm_timeout_s=2.0, llm_max_retries=2, llm_backoff_s=0.01)
 
@@ -86,27 +87,37 @@ def test_refusal_or_text_only_answer_is_llm_error(fake: FakeAnthropic, scripted:
     assert len(fake.requests) == 1  # not retried: the model answered, just not usefully
 
 
-def test_rate_limit_then_success_retries_with_backoff(fake: FakeAnthropic) -> None:
-    fake.push(error(429, "rate_limit_error", "slow down"), tool_use({"passed": True, "score": 1, "reasoning": "ok"}))
+def _soon(scripted: Scripted) -> Scripted:
+    """The answer with a 10 ms Retry-After, which the SDK's own backoff honours (keeps tests fast)."""
+    return dataclasses.replace(scripted, headers={**scripted.headers, "retry-after-ms": "10"})
+
+
+def test_rate_limit_then_success_is_retried_by_the_sdk(fake: FakeAnthropic) -> None:
+    fake.push(_soon(error(429, "rate_limit_error", "slow down")), tool_use({"passed": True, "score": 1, "reasoning": "ok"}))
     llm = make_llm(fake)
-    sleeps: list[float] = []
-    llm._sleep = sleeps.append
+    assert llm.client.max_retries == FAST.llm_max_retries and llm.client.timeout == FAST.llm_timeout_s
     verdict = llm.generate(a_request(), JudgeVerdict)  # type: ignore[arg-type]
     assert verdict.passed
     assert len(fake.requests) == 2
-    assert sleeps == [FAST.llm_backoff_s]
+    # the SDK's retry, not ours: it numbers its attempts in a header
+    assert [r.headers.get("x-stainless-retry-count") for r in fake.requests] == ["0", "1"]
 
 
 def test_persistent_500_fails_after_configured_attempts(fake: FakeAnthropic) -> None:
-    fake.push(*[error(500, "api_error", "boom")] * 5)
+    fake.push(*[_soon(error(500, "api_error", "boom"))] * 5)
     llm = make_llm(fake)
-    sleeps: list[float] = []
-    llm._sleep = sleeps.append
     with pytest.raises(LLMError, match=r"after 3 attempt\(s\).*HTTP 500") as info:
         llm.generate(a_request(), JudgeVerdict)  # type: ignore[arg-type]
     assert len(fake.requests) == 1 + FAST.llm_max_retries
-    assert sleeps == [0.01, 0.02]  # exponential backoff
     assert info.value.__cause__ is not None and "anthropic" in type(info.value.__cause__).__module__
+
+
+def test_a_given_client_gets_the_configured_retries_and_timeout(fake: FakeAnthropic) -> None:
+    import anthropic
+
+    given = anthropic.Anthropic(api_key="sk-test", base_url=fake.url, max_retries=9, timeout=99.0)
+    llm = AnthropicLLM(FAST, client=given)
+    assert llm.client.max_retries == FAST.llm_max_retries and llm.client.timeout == FAST.llm_timeout_s
 
 
 def test_client_error_is_not_retried(fake: FakeAnthropic) -> None:

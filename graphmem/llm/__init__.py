@@ -2,6 +2,7 @@
 
 - :class:`OfflineLLM`: deterministic, rule-based, no network; the embedded default and what tests use.
 - :class:`AnthropicLLM`: Anthropic's Messages API with forced structured output (tool use).
+- :class:`OpenAICompatibleLLM`: any OpenAI-compatible chat API (OpenAI, Ollama, vLLM, LiteLLM).
 
 Prompt texts and the request builders live in :mod:`graphmem.llm.prompts`. Importing this package
 creates no client and reads no environment variable; the anthropic SDK itself is imported only
@@ -35,6 +36,7 @@ from graphmem.llm.schemas import (
 
 if TYPE_CHECKING:
     from graphmem.llm.anthropic_llm import AnthropicLLM
+    from graphmem.llm.openai_llm import OpenAICompatibleLLM
 
 
 def __getattr__(name: str) -> Any:
@@ -42,6 +44,10 @@ def __getattr__(name: str) -> Any:
         from graphmem.llm.anthropic_llm import AnthropicLLM
 
         return AnthropicLLM
+    if name == "OpenAICompatibleLLM":
+        from graphmem.llm.openai_llm import OpenAICompatibleLLM
+
+        return OpenAICompatibleLLM
     raise AttributeError(f"module 'graphmem.llm' has no attribute {name!r}")
 
 
@@ -57,6 +63,7 @@ __all__ = [
     "LLMRequest",
     "ObjectiveEvaluation",
     "OfflineLLM",
+    "OpenAICompatibleLLM",
     "ReflectorBullet",
     "ReflectorOutput",
     "SummaryOutput",

@@ -1,10 +1,11 @@
-"""AnthropicLLM: the Messages API with forced structured output, our own retries, wrapped errors.
+"""AnthropicLLM: the Messages API with forced structured output, the SDK's retries, wrapped errors.
 
 Every call offers exactly one tool whose ``input_schema`` is the output model's JSON schema and
 forces it (``tool_choice={"type": "tool", "name": ...}``); the tool_use input is then validated
-with pydantic. The SDK's own retries are off (``max_retries=0``): this class retries 408, 429,
-5xx, connection errors and timeouts itself, with exponential backoff from :class:`Settings`, so
-the behaviour is ours and testable. Every SDK exception is wrapped (``raise LLMError(...) from e``).
+with pydantic. Retries and timeouts are the SDK's own, configured from :class:`Settings`
+(``llm_max_retries``, ``llm_timeout_s``): it retries 408, 409, 429, 5xx, connection errors and
+timeouts with exponential backoff and jitter, honouring the API's ``Retry-After`` headers. Every
+SDK exception is wrapped (``raise LLMError(...) from e``).
 
 Nothing is read from the environment here: pass ``api_key`` (the CLI does). Note that the SDK
 itself falls back to ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` when they are not passed.
@@ -13,8 +14,6 @@ itself falls back to ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` when they ar
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -26,11 +25,11 @@ from graphmem.llm.base import LLMRequest, T
 from graphmem.llm.prompts import injection_request
 from graphmem.llm.schemas import InjectionVerdict
 
-_RETRY_STATUS = {408, 429}
+_RETRY_STATUS = {408, 409, 429}
 
 
 def _retryable(error: anthropic.AnthropicError) -> bool:
-    """429, 408, any 5xx, connection errors and timeouts are worth another attempt."""
+    """Whether the SDK retried it: 408, 409, 429, any 5xx, connection errors and timeouts."""
     if isinstance(error, anthropic.APIConnectionError):  # includes APITimeoutError
         return True
     if isinstance(error, anthropic.APIStatusError):
@@ -56,7 +55,7 @@ class AnthropicLLM:
         settings: model, max tokens, timeout, retries and backoff (``Settings()`` if omitted).
         api_key: the API key; the caller reads it from wherever it lives.
         base_url: another endpoint (a proxy, or a local fake server in tests).
-        client: a ready client; used as is except that its own retries are turned off.
+        client: a ready client; used with the retries and timeout from ``settings``.
 
     The client is created on the first call, so constructing this class does no I/O.
     """
@@ -73,19 +72,21 @@ class AnthropicLLM:
         self.name = f"anthropic:{self.settings.anthropic_model}"
         self._api_key = api_key
         self._base_url = base_url
-        self._client = client.with_options(max_retries=0) if client is not None else None
-        self._sleep: Callable[[float], None] = time.sleep
+        self._client = (
+            client.with_options(max_retries=self.settings.llm_max_retries, timeout=self.settings.llm_timeout_s)
+            if client is not None else None
+        )
 
     @property
     def client(self) -> anthropic.Anthropic:
-        """The SDK client (created on first use, with ``max_retries=0`` and the configured timeout)."""
+        """The SDK client (created on first use, with the configured retries and timeout)."""
         if self._client is None:
             try:
                 self._client = anthropic.Anthropic(
                     api_key=self._api_key,
                     base_url=self._base_url,
                     timeout=self.settings.llm_timeout_s,
-                    max_retries=0,
+                    max_retries=self.settings.llm_max_retries,
                 )
             except (anthropic.AnthropicError, ValueError, TypeError) as e:
                 raise LLMError(f"could not create the Anthropic client: {e}") from e
@@ -128,9 +129,8 @@ class AnthropicLLM:
         return self.generate(injection_request(text, channel), InjectionVerdict)
 
     def _create(self, system: str, prompt: str, tool: dict[str, Any]) -> Any:
-        """One Messages API call with our retry loop (1 + llm_max_retries attempts)."""
+        """One Messages API call; the SDK retries it (1 + llm_max_retries attempts at most)."""
         s = self.settings
-        attempts = 1 + max(0, s.llm_max_retries)
         kwargs: dict[str, Any] = {
             "model": s.anthropic_model,
             "max_tokens": s.anthropic_max_tokens,
@@ -141,23 +141,15 @@ class AnthropicLLM:
         if system:
             kwargs["system"] = system
         client = self.client
-        for attempt in range(attempts):
-            try:
-                return client.messages.create(**kwargs)
-            except anthropic.AnthropicError as e:
-                if not _retryable(e):
-                    raise LLMError(f"{self.name} request failed: {_describe(e, s.llm_timeout_s)}") from e
-                if attempt == attempts - 1:
-                    raise LLMError(
-                        f"{self.name} request failed after {attempts} attempt(s): "
-                        f"{_describe(e, s.llm_timeout_s)}"
-                    ) from e
-                self._sleep(s.llm_backoff_s * (2**attempt))
-            except TypeError as e:  # the SDK's way of saying it found no credentials
-                if "authentication" not in str(e).lower():
-                    raise
-                raise LLMError(f"{self.name} has no credentials: pass api_key=... to AnthropicLLM") from e
-        raise LLMError(f"{self.name}: no attempt was made (llm_max_retries={s.llm_max_retries})")
+        try:
+            return client.messages.create(**kwargs)
+        except anthropic.AnthropicError as e:
+            tries = f" after {1 + s.llm_max_retries} attempt(s)" if _retryable(e) and s.llm_max_retries else ""
+            raise LLMError(f"{self.name} request failed{tries}: {_describe(e, s.llm_timeout_s)}") from e
+        except TypeError as e:  # the SDK's way of saying it found no credentials
+            if "authentication" not in str(e).lower():
+                raise
+            raise LLMError(f"{self.name} has no credentials: pass api_key=... to AnthropicLLM") from e
 
     def _tool_input(self, message: Any, tool_name: str) -> Any:
         """The input of the forced tool call, or LLMError saying what came back instead."""

@@ -55,6 +55,16 @@ def application_from_row(row: dict[str, Any], learning_ids: Sequence[str] = ()) 
 class LoopStore(KuzuBase):
     """Applications (contexts handed out), their outcomes, Patterns and lifecycle windows."""
 
+    def ids_with_prefix(self, table: str, user_id: str, prefix: str, limit: int = 5) -> list[str]:
+        """Up to ``limit`` ids of ``user_id``'s Application or Objective nodes starting with ``prefix``."""
+        if table not in ("Application", "Objective"):
+            raise ValueError(f"ids_with_prefix: unsupported table {table!r}")
+        rows = self.read(
+            f"MATCH (n:{table}) WHERE n.user_id = $u AND starts_with(n.id, $p) RETURN n.id AS id LIMIT {int(limit)}",
+            {"u": user_id, "p": prefix},
+        )
+        return [r["id"] for r in rows]
+
     # --- applications ------------------------------------------------------------------------
     def get_application(self, application_id: str) -> Application:
         """One Application with the ids of the learnings it showed (by rank); NotFoundError if none."""

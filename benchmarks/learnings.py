@@ -1,6 +1,6 @@
 """Retrieval precision on the labelled learnings set, with signal ablations and the regression guard.
 
-    python -m benchmarks.learnings_bench [--embedder minilm|hash] [--check] [--json]
+    python -m benchmarks.learnings [--embedder minilm|hash] [--check] [--json]
                                          [--json-out benchmarks/results/learnings.json]
 
 The 179 learnings of ``benchmarks/data/learnings.json`` go into a fresh Kùzu file through the
@@ -295,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (1 when ``--check`` finds a regression)."""
     from rich.console import Console
 
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.learnings_bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.learnings", description=__doc__.split("\n\n")[0])
     ap.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
     ap.add_argument("--check", action="store_true", help="regression guard: append to the history, fail on a regression")
     ap.add_argument("--history", type=Path, default=guard.DEFAULT_HISTORY)

@@ -1,6 +1,6 @@
 """Summary refresh cost vs memory size (issue 5): it must grow with the change, not the memory.
 
-    python -m benchmarks.summaries_bench [--sizes 1000 100000] [--rounds 7] \
+    python -m benchmarks.summaries [--sizes 1000 100000] [--rounds 7] \
         [--json-out benchmarks/results/summaries.json]
 
 For each size: a fresh Kùzu file, ``size`` learnings bulk-loaded (``store.bulk_insert_learnings``,
