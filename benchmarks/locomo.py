@@ -40,21 +40,26 @@ KS = (5, 10, 25)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _DIA = re.compile(r"^D(\d+):(\d+)$")
 
+_NO_HOP: dict[str, Any] = {"search_weight_mention": 0.0, "search_weight_hop": 0.0, "search_weight_date": 0.0}
 # name -> Settings changes; "full" is graphmem's default ranking
 CONFIGS: dict[str, dict[str, Any]] = {
     "full": {},
     "cosine": {"search_weight_fulltext": 0.0, "search_weight_entity": 0.0, "search_weight_time": 0.0,
-               "search_weight_neighbour": 0.0, "search_weight_tool": 0.0},
+               "search_weight_neighbour": 0.0, "search_weight_tool": 0.0, **_NO_HOP},
     "bm25": {"search_weight_vector": 0.0, "search_weight_entity": 0.0, "search_weight_time": 0.0,
-             "search_weight_neighbour": 0.0, "search_weight_tool": 0.0},
+             "search_weight_neighbour": 0.0, "search_weight_tool": 0.0, **_NO_HOP},
     "cosine+bm25 (rrf)": {"search_fusion": "rrf", "search_weight_entity": 0.0, "search_weight_time": 0.0,
-                          "search_weight_neighbour": 0.0},
+                          "search_weight_neighbour": 0.0, **_NO_HOP},
     "cosine+bm25 (score)": {"search_fusion": "score", "search_weight_entity": 0.0, "search_weight_time": 0.0,
-                            "search_weight_neighbour": 0.0},
+                            "search_weight_neighbour": 0.0, **_NO_HOP},
     "full - neighbours": {"search_weight_neighbour": 0.0},
     "full - entity": {"search_weight_entity": 0.0},
     "full - time words": {"search_weight_time": 0.0},
     "full with rrf fusion": {"search_fusion": "rrf"},
+    "full - text mentions": {"search_weight_mention": 0.0},
+    "full - second hop": {"search_weight_hop": 0.0},
+    "full - session dates": {"search_weight_date": 0.0},
+    "without the multi-hop signals": {"search_weight_mention": 0.0, "search_weight_hop": 0.0, "search_weight_date": 0.0},
 }
 BASELINES = ("cosine", "bm25")
 
