@@ -59,6 +59,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "full - text mentions": {"search_weight_mention": 0.0},
     "full - second hop": {"search_weight_hop": 0.0},
     "full - session dates": {"search_weight_date": 0.0},
+    "TUNE entity .4": {"search_weight_entity": 0.4},
+    "TUNE hop .4": {"search_weight_hop": 0.4},
+    "TUNE hop seeds 10": {"search_hop_seeds": 10, "search_hop_max_events": 60},
+    "TUNE date .4": {"search_weight_date": 0.4},
     "without the multi-hop signals": {"search_weight_mention": 0.0, "search_weight_hop": 0.0, "search_weight_date": 0.0},
 }
 BASELINES = ("cosine", "bm25")

@@ -134,3 +134,13 @@ def test_questions_naming_a_period_prefer_events_from_that_session(tmp_path) -> 
         assert not any("period the query names" in r for r in hits[1].reasons)
         hits = mem.search("Where did we go hiking in May 2023?", over="events", k=2)
         assert hits[0].node.session_id == "s1"
+
+
+def test_short_forms_merge_into_the_one_linked_name_they_abbreviate(tmp_path) -> None:
+    with _mem(tmp_path) as mem:
+        mem.record_events([
+            {"kind": "message", "content": "Thanks, Mel! See you soon.", "role": "Caroline", "entities": ["Caroline"]},
+            {"kind": "message", "content": "Bye Caro, and hi to Oliver.", "role": "Melanie", "entities": ["Melanie"]},
+        ])
+        names = {name for _, name in mem.store.event_mention_rows("u")}
+        assert names == {"Caroline", "Melanie", "Oliver"}

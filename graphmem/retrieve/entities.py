@@ -31,6 +31,8 @@ _NOT_NAMES = frozenset(["i", "i'm", "i've", "i'd", "i'll", "im", "ive", "a", "an
 # words that may sit inside a longer name ("New York", "Museum of Modern Art", "Dr. Seuss")
 _INSIDE_NAMES = frozenset(["new", "old", "first", "last", "next", "mr", "mrs", "ms", "dr", "st", "mom", "dad", "mum",
                            "of", "the", "de"])
+_ABBREVIATIONS = frozenset(["mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "mt"])
+_DAY_PREFIXES = frozenset(d[:3] for d in _DAYS)
 _MONTH_RE = "|".join(m.capitalize() for m in _MONTHS) + "|" + "|".join(m[:3].capitalize() for m in _MONTHS if m != "may")
 _DATE = re.compile(
     r"\b(?:(?:\d{1,2}(?:st|nd|rd|th)?\s+)?(?:" + _MONTH_RE + r")\.?(?:\s+\d{1,2}(?:st|nd|rd|th)?)?(?:,?\s+(?:19|20)\d\d)?"
@@ -81,6 +83,9 @@ def _split_span(span: str) -> list[str]:
         key = normalise_entity(w)
         if w[:1].isupper() and key in _NOT_NAMES and key not in _INSIDE_NAMES:
             out.append([])
+        elif w.endswith(".") and key not in _ABBREVIATIONS:  # a full stop ends the name
+            out[-1].append(w[:-1])
+            out.append([])
         else:
             out[-1].append(w)
     parts = []
@@ -108,13 +113,14 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Mention]:
         found.setdefault(normalise_entity(name), Mention(name, normalise_entity(name), "date"))
         dates.append(m.span())
     known_keys = {normalise_entity(k): k for k in known if normalise_entity(k)}
-    for m in _SPAN.finditer(text):
-        if any(a <= m.start() < b for a, b in dates):
-            continue
+    masked = text
+    for a, b in dates:  # dates are not names: blank them out of the name search
+        masked = masked[:a] + " " * (b - a) + masked[b:]
+    for m in _SPAN.finditer(masked):
         for part in _split_span(m.group(0)):
             name = _display(part)
             key = normalise_entity(name)
-            if not key or key in _NOT_NAMES or key in _MONTHS or len(key) < 2:
+            if not key or key in _NOT_NAMES or key in _MONTHS or key[:3] in _DAY_PREFIXES or len(key) < 2:
                 continue
             start = text.find(part, m.start())
             if _at_sentence_start(text, start) and key not in known_keys and " " not in name:
@@ -161,16 +167,30 @@ def mentions_for_batch(
     known names everywhere in the batch."""
     stored = {normalise_entity(n): n for n in existing if normalise_entity(n)}
     known = set(stored.values()) | {n for names in passed for n in names} | corpus_names(texts)
+    anchors = {normalise_entity(n): n for n in list(stored.values()) + [n for names in passed for n in names]}
     out = []
     for text, own in zip(texts, passed):
         skip = {normalise_entity(n) for n in own}
         found = []
         for m in extract_entities(text, known):
-            if m.key not in skip:
-                skip.add(m.key)
-                found.append((stored.get(m.key, m.name), m.kind))
+            key, name = m.key, stored.get(m.key, m.name)
+            alias = alias_of(key, anchors) if m.kind == "name" else None
+            if alias is not None:
+                key, name = normalise_entity(alias), alias
+            if key not in skip:
+                skip.add(key)
+                found.append((name, m.kind))
         out.append(found)
     return out
+
+
+def alias_of(key: str, anchors: Mapping[str, str]) -> str | None:
+    """The one anchor name (caller-linked or stored) that a short single-word name abbreviates
+    (``Mel`` -> ``Melanie``, ``Caro`` -> ``Caroline``), or None when there is none or several."""
+    if " " in key or len(key) < 3 or key in anchors:
+        return None
+    matches = [name for k, name in anchors.items() if " " not in k and len(k) > len(key) and k.startswith(key)]
+    return matches[0] if len(matches) == 1 else None
 
 
 def event_mentions(store: Any, settings: Any, user: str, events: Sequence[Any]) -> list[list[tuple[str, str]]] | None:

@@ -285,12 +285,17 @@ class EventSearch:
         idf = {key: _idf(len(index.postings[key]), n) for key in wanted}
         total = sum(idf.values()) or 1.0
         for key in wanted:
-            for p in index.postings[key][: self.settings.search_entity_cap]:
-                names.setdefault(p, []).append(index.names.get(key, key))
+            posting = index.postings[key][: self.settings.search_entity_cap]
+            # a name the caller links (a speaker...) is anchored by those links, not by text
+            by_link = any(key in index.linked[p] for p in posting)
+            for p in posting:
                 if key in index.linked[p]:
                     entity[p] = 1.0
-                else:
+                elif not by_link:
                     mention[p] += idf[key] / total
+                else:
+                    continue
+                names.setdefault(p, []).append(index.names.get(key, key))
         return entity, mention, names
 
     def _second_hop(
