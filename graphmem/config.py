@@ -119,6 +119,7 @@ class Settings(BaseModel):
     search_hop_seeds: int = 5  # best hits whose entities the second hop follows
     search_hop_max_events: int = 30  # entities mentioned by more of the user's events are not followed
     search_weight_date: float = 0.2  # events from a session in the month/year the query names
+    search_session_decay: float = 1.0  # each further hit from one session counts this much less (1: off)
 
     # --- curation (seed 002 curator, DESIGN.md) ------------------------------------------
     dedup_similarity: float = 0.85
@@ -266,6 +267,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_weight_neighbour": _COUNT, "search_neighbour_window": _COUNT, "search_neighbour_decay": _UNIT,
     "search_entity_cap": _POSITIVE, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
     "search_hop_seeds": _COUNT, "search_hop_max_events": _COUNT, "search_weight_date": _COUNT,
+    "search_session_decay": _UNIT,
     "dedup_similarity": _UNIT, "contradiction_similarity": _UNIT, "actionability_threshold": _UNIT,
     "actionability_w_directive": _UNIT, "actionability_w_condition": _UNIT,
     "actionability_w_specificity": _UNIT, "actionability_w_not_observation": _UNIT,

@@ -138,6 +138,26 @@ def _date_match(query: str, layout: EventLayout) -> np.ndarray:
     return out
 
 
+def _diverse_top(final: np.ndarray, session: list[str], k: int, decay: float) -> np.ndarray:
+    """The ``k`` best positions, where each further hit from a session already in the list
+    counts ``decay`` times less (1.0: plain top k). Answers spread over sessions (multi-hop
+    questions) then reach the list instead of more turns around one strong hit."""
+    order = np.argsort(-final, kind="stable")
+    if decay >= 1.0 or k <= 0:
+        return order[:k]
+    pool = order[: 4 * k]
+    seen: dict[str, int] = {}
+    chosen: list[int] = []
+    left = [int(p) for p in pool]
+    while left and len(chosen) < k:
+        best = max(left, key=lambda p: final[p] * decay ** seen.get(session[p], 0) if session[p] else final[p])
+        left.remove(best)
+        chosen.append(best)
+        if session[best]:
+            seen[session[best]] = seen.get(session[best], 0) + 1
+    return np.asarray(chosen, dtype=np.int64)
+
+
 def _time_flags(layout: EventLayout) -> np.ndarray:
     """Per event of the layout: does its text hold a time expression? (cached on the layout)"""
     flags = layout.derived.get("time_flags")
@@ -228,7 +248,7 @@ class EventSearch:
         hop, via = self._second_hop(final, index, wanted, layout)
         final = final + s.search_weight_hop * hop
         parts["hop"], sig.hop_via = hop, via
-        top = np.argsort(-final, kind="stable")[:k]
+        top = _diverse_top(final, layout.session, k, s.search_session_decay)
         ids = [layout.order[i] for i in top]
         events = store.events_by_ids(ids)
         hits = []
