@@ -44,6 +44,7 @@ KS = (5, 10, 25)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _DIA = re.compile(r"^D(\d+):(\d+)$")
 
+# the signals the entity extraction added (text mentions, the second hop, session dates)
 _NO_HOP: dict[str, Any] = {"search_weight_mention": 0.0, "search_weight_hop": 0.0, "search_weight_date": 0.0}
 # name -> Settings changes; "full" is graphmem's default ranking
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -63,13 +64,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "full - text mentions": {"search_weight_mention": 0.0},
     "full - second hop": {"search_weight_hop": 0.0},
     "full - session dates": {"search_weight_date": 0.0},
-    "TUNE entity .3": {"search_weight_entity": 0.3},
-    "TUNE entity .4": {"search_weight_entity": 0.4},
-    "TUNE hop .4": {"search_weight_hop": 0.4},
-    "TUNE div .8": {"search_session_decay": 0.8},
-    "TUNE div .6": {"search_session_decay": 0.6},
-    "TUNE e.3 h.4 d.8": {"search_weight_entity": 0.3, "search_weight_hop": 0.4, "search_session_decay": 0.8},
-    "without the multi-hop signals": {"search_weight_mention": 0.0, "search_weight_hop": 0.0, "search_weight_date": 0.0},
+    "full + embedding feedback": {"search_weight_feedback": 0.2},
+    "full + session diversity": {"search_session_decay": 0.8},
+    "without the multi-hop signals": {**_NO_HOP, "search_weight_entity": 0.2},
 }
 BASELINES = ("cosine", "bm25")
 

@@ -10,11 +10,21 @@ The events ranking is hybrid, over the calling user's events only:
    against the Entity nodes the user's events link to), events that ``USED_TOOL`` the tool;
 4. **session neighbours**: conversations spread an answer over adjacent turns, so every event
    also receives a share of its best same-session neighbour's score (``search_neighbour_*``);
-5. **time words**: a question asking *when* lifts events that contain a date or time expression.
+5. **time words**: a question asking *when* lifts events that contain a date or time expression;
+6. **entities from text** (:mod:`graphmem.retrieve.entities`): events whose text names one of the
+   query's entities (extracted from the question too) get an idf-weighted bonus
+   (``search_weight_mention``); names the caller links (a speaker) count through those links only;
+7. **second hop**: the entities of the best ``search_hop_seeds`` hits lead to the other events
+   that name them (only entities named by at most ``search_hop_max_events`` events, so fan-out is
+   bounded), scored by the seed's share of the top score x the entity's idf
+   (``search_weight_hop``); optionally also events close in embedding space to the best hits
+   (``search_weight_feedback``, off by default: no gain on LoCoMo);
+8. **session dates**: a question naming a month or year (``in May 2023``) lifts events from
+   sessions dated in that period (``search_weight_date``).
 
 Vector and fulltext are fused first (``Settings.search_fusion``: reciprocal-rank fusion, or a
 score fusion of the z-scored cosine and max-normalised BM25), the fused score is scaled to
-[0, 1], then the graph, neighbour and time bonuses are added. Each hit says in ``reasons`` which
+[0, 1], then the graph, neighbour and time bonuses are added, then the second hop. Each hit says in ``reasons`` which
 signals found it. ``benchmarks/locomo.py`` measures every signal (an ablation in the same run).
 """
 
@@ -246,7 +256,7 @@ class EventSearch:
                        mention, _date_match(query, layout))
         final, parts = self._score(sig, layout.neighbour_index(s.search_neighbour_window))
         hop, via = self._second_hop(final, index, wanted, layout)
-        final = final + s.search_weight_hop * hop
+        final = final + s.search_weight_hop * hop + s.search_weight_feedback * self._feedback(final, layout)
         parts["hop"], sig.hop_via = hop, via
         top = _diverse_top(final, layout.session, k, s.search_session_decay)
         ids = [layout.order[i] for i in top]
@@ -350,6 +360,22 @@ class EventSearch:
                         hop[p] = weight
                         via[p] = index.names.get(key, key)
         return hop, via
+
+    def _feedback(self, final: np.ndarray, layout: EventLayout) -> np.ndarray:
+        """Second hop in embedding space: each event's best cosine to the best
+        ``search_hop_seeds`` hits (weighted by their share of the top score), z-scored and
+        clipped at 0 like the vector signal. Zeros when ``search_weight_feedback`` is 0."""
+        s = self.settings
+        n = final.shape[0]
+        if s.search_weight_feedback <= 0 or s.search_hop_seeds <= 0 or n < 2 or float(final.max()) <= 0:
+            return np.zeros(n)
+        seeds = np.argsort(-final, kind="stable")[: s.search_hop_seeds]
+        matrix = self.store.event_catalog.vectors.matrix[layout.rows]
+        sims = (matrix @ matrix[seeds].T).astype(np.float64) * (final[seeds] / float(final.max()))[None, :]
+        sims[seeds, np.arange(seeds.size)] = 0.0  # a seed does not feed back to itself
+        best = sims.max(axis=1)
+        std = float(best.std()) or 1.0
+        return np.clip((best - float(best.mean())) / std, 0.0, None) / 4.0  # type: ignore[no-any-return]
 
     def _reasons(self, i: int, sig: _Signals, parts: dict[str, np.ndarray], tool: str | None) -> list[str]:
         s = self.settings
