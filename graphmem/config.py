@@ -105,13 +105,22 @@ class Settings(BaseModel):
     search_candidates: int = 100  # per ranked list (vector, full-text) before fusion
     search_weight_vector: float = 1.0
     search_weight_fulltext: float = 1.0
-    search_weight_entity: float = 0.2  # bonus for events mentioning a query entity (fused score in [0, 1])
+    search_weight_entity: float = 0.3  # bonus for events linked to a query entity (fused score in [0, 1])
     search_weight_tool: float = 0.1  # bonus for events that used the query's tool
     search_weight_time: float = 0.2  # bonus for time expressions when the query asks "when"
     search_weight_neighbour: float = 0.5  # share of the best same-session neighbour's score
     search_neighbour_window: int = 1  # turns either side counted as neighbours
     search_neighbour_decay: float = 0.5  # per extra turn of distance
     search_entity_cap: int = 10_000  # most events read per entity or tool anchor
+    # entities from text and the multi-hop expansion (graphmem/retrieve/entities.py, search.py)
+    extract_entities: bool = True  # link events to the names and dates their text mentions
+    search_weight_mention: float = 0.1  # bonus for events whose text names a query entity
+    search_weight_hop: float = 0.4  # second hop: events sharing a rare entity with the best hits
+    search_hop_seeds: int = 5  # best hits whose entities the second hop follows
+    search_hop_max_events: int = 30  # entities mentioned by more of the user's events are not followed
+    search_weight_date: float = 0.2  # events from a session in the month/year the query names
+    search_weight_feedback: float = 0.0  # second hop in embedding space: events like the best hits
+    search_session_decay: float = 1.0  # each further hit from one session counts this much less (1: off)
 
     # --- curation (seed 002 curator, DESIGN.md) ------------------------------------------
     dedup_similarity: float = 0.85
@@ -259,7 +268,9 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_candidates": _POSITIVE, "search_weight_vector": _COUNT, "search_weight_fulltext": _COUNT,
     "search_weight_entity": _COUNT, "search_weight_tool": _COUNT, "search_weight_time": _COUNT,
     "search_weight_neighbour": _COUNT, "search_neighbour_window": _COUNT, "search_neighbour_decay": _UNIT,
-    "search_entity_cap": _POSITIVE,
+    "search_entity_cap": _POSITIVE, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
+    "search_hop_seeds": _COUNT, "search_hop_max_events": _COUNT, "search_weight_date": _COUNT,
+    "search_session_decay": _UNIT, "search_weight_feedback": _COUNT,
     "dedup_similarity": _UNIT, "contradiction_similarity": _UNIT, "actionability_threshold": _UNIT,
     "actionability_w_directive": _UNIT, "actionability_w_condition": _UNIT,
     "actionability_w_specificity": _UNIT, "actionability_w_not_observation": _UNIT,

@@ -181,7 +181,10 @@ class Memory(LearningsAPI, RetrievalAPI):
             created_at=created_at, entities=entities, success=success, metadata=metadata,
             direction=direction, is_owner=is_owner,
         )
-        self.store.insert_event(event, self._embed_one(event.content))
+        from graphmem.retrieve.entities import event_mentions
+
+        found = event_mentions(self.store, self.settings, self.user, [event])
+        self.store.insert_event(event, self._embed_one(event.content), found[0] if found else ())
         self._after_event(event)
         return event
 

@@ -20,6 +20,7 @@ from graphmem.inputs import names, optional_text, query_text, require_choice, re
 from graphmem.models import Event, new_id
 from graphmem.retrieve import AssembledContext, Retriever, ScoredLearning
 from graphmem.retrieve.context import pack
+from graphmem.retrieve.entities import event_mentions
 from graphmem.retrieve.search import EventSearch, Hit
 
 if TYPE_CHECKING:
@@ -185,7 +186,8 @@ class RetrievalAPI:
         if not events:
             return []
         vectors = embed_with_progress(self.embedder, [e.content for e in events], progress)
-        self.store.insert_events(list(zip(events, vectors)))
+        found = event_mentions(self.store, self.settings, self.user, events)
+        self.store.insert_events(list(zip(events, vectors)), found)
         return events
 
     def search(

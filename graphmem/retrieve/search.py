@@ -10,17 +10,29 @@ The events ranking is hybrid, over the calling user's events only:
    against the Entity nodes the user's events link to), events that ``USED_TOOL`` the tool;
 4. **session neighbours**: conversations spread an answer over adjacent turns, so every event
    also receives a share of its best same-session neighbour's score (``search_neighbour_*``);
-5. **time words**: a question asking *when* lifts events that contain a date or time expression.
+5. **time words**: a question asking *when* lifts events that contain a date or time expression;
+6. **entities from text** (:mod:`graphmem.retrieve.entities`): events whose text names one of the
+   query's entities (extracted from the question too) get an idf-weighted bonus
+   (``search_weight_mention``); names the caller links (a speaker) count through those links only;
+7. **second hop**: the entities of the best ``search_hop_seeds`` hits lead to the other events
+   that name them (only entities named by at most ``search_hop_max_events`` events, so fan-out is
+   bounded), scored by the seed's share of the top score x the entity's idf
+   (``search_weight_hop``); optionally also events close in embedding space to the best hits
+   (``search_weight_feedback``, off by default: no gain on LoCoMo);
+8. **session dates**: a question naming a month or year (``in May 2023``) lifts events from
+   sessions dated in that period (``search_weight_date``).
 
 Vector and fulltext are fused first (``Settings.search_fusion``: reciprocal-rank fusion, or a
 score fusion of the z-scored cosine and max-normalised BM25), the fused score is scaled to
-[0, 1], then the graph, neighbour and time bonuses are added. Each hit says in ``reasons`` which
+[0, 1], then the graph, neighbour and time bonuses are added, then the second hop. Each hit says in ``reasons`` which
 signals found it. ``benchmarks/locomo.py`` measures every signal (an ablation in the same run).
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -30,9 +42,12 @@ from pydantic import BaseModel, ConfigDict
 from graphmem.config import Settings
 from graphmem.embed import Embedder
 from graphmem.models import Event, Learning
+from graphmem.retrieve.entities import EntityIndex, extract_entities, normalise_entity
 from graphmem.store.search import EventLayout
 
 HitKind = Literal["learning", "event"]
+_MONTH_NUMBER = {m[:3]: i for i, m in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], start=1)}
 
 _MONTHS = "january february march april may june july august september october november december"
 _DAYS = "monday tuesday wednesday thursday friday saturday sunday"
@@ -82,6 +97,77 @@ def named_entities(query: str, known: list[str]) -> list[str]:
     return found
 
 
+def _idf(df: int, n: int) -> float:
+    """Inverse document frequency of an entity named by ``df`` of ``n`` events (> 0)."""
+    return math.log((n + 1) / (df + 0.5))
+
+
+def _entity_index(store: object, user: str, layout: EventLayout) -> EntityIndex:
+    """The user's event-entity links in layout order (cached on the layout)."""
+    index = layout.derived.get("entity_index")
+    if index is None:
+        rows = store.event_mention_rows(user)  # type: ignore[attr-defined]
+        index = EntityIndex.build(layout.position, layout.linked or [[] for _ in layout.order], rows)
+        layout.derived["entity_index"] = index
+    return index  # type: ignore[no-any-return]
+
+
+def query_entities(query: str, passed: Sequence[str], index: EntityIndex) -> list[str]:
+    """Merge keys of the entities a query anchors on: the ones passed, and the ones its text
+    names (extracted, known names matched case-insensitively) that the user's events know."""
+    keys = [normalise_entity(x) for x in passed]
+    if query:
+        keys += [m.key for m in extract_entities(query, index.names.values())]
+    return [k for k in dict.fromkeys(keys) if k in index.postings]
+
+
+def _date_match(query: str, layout: EventLayout) -> np.ndarray:
+    """1 for events whose session date falls in a month / year the query names (``in May
+    2023``, ``in 2022``), else 0; zeros when the query names no date."""
+    n = len(layout)
+    out = np.zeros(n)
+    if not query or not layout.created:
+        return out
+    months: set[int] = set()
+    years: set[int] = set()
+    for m in extract_entities(query):
+        if m.kind != "date":
+            continue
+        for word in m.key.replace(",", " ").split():
+            if word.isdigit() and len(word) == 4:
+                years.add(int(word))
+            elif word[:3] in _MONTH_NUMBER:
+                months.add(_MONTH_NUMBER[word[:3]])
+    if not months and not years:
+        return out
+    for p, ts in enumerate(layout.created):
+        if ts is None:
+            continue
+        if (not years or ts.year in years) and (not months or ts.month in months):
+            out[p] = 1.0
+    return out
+
+
+def _diverse_top(final: np.ndarray, session: list[str], k: int, decay: float) -> np.ndarray:
+    """The ``k`` best positions, where each further hit from a session already in the list
+    counts ``decay`` times less (1.0: plain top k). Answers spread over sessions (multi-hop
+    questions) then reach the list instead of more turns around one strong hit."""
+    order = np.argsort(-final, kind="stable")
+    if decay >= 1.0 or k <= 0:
+        return order[:k]
+    pool = order[: 4 * k]
+    seen: dict[str, int] = {}
+    chosen: list[int] = []
+    left = [int(p) for p in pool]
+    while left and len(chosen) < k:
+        best = max(left, key=lambda p: final[p] * decay ** seen.get(session[p], 0) if session[p] else final[p])
+        left.remove(best)
+        chosen.append(best)
+        if session[best]:
+            seen[session[best]] = seen.get(session[best], 0) + 1
+    return np.asarray(chosen, dtype=np.int64)
+
+
 def _time_flags(layout: EventLayout) -> np.ndarray:
     """Per event of the layout: does its text hold a time expression? (cached on the layout)"""
     flags = layout.derived.get("time_flags")
@@ -111,6 +197,9 @@ class _Signals:
     tool: np.ndarray
     temporal: np.ndarray
     entity_names: dict[int, list[str]]
+    mention: np.ndarray
+    date: np.ndarray
+    hop_via: dict[int, str] | None = None
 
 
 class EventSearch:
@@ -141,16 +230,9 @@ class EventSearch:
             return []
         pos = layout.position
         # --- graph anchors: entities passed and entities the query names ---------------------
-        known = store.event_entity_names(self.user)
-        wanted = list(dict.fromkeys(list(entities) + (named_entities(query, known) if query else [])))
-        entity = np.zeros(n)
-        entity_names: dict[int, list[str]] = {}
-        if wanted:
-            for ident, names in store.events_mentioning(self.user, wanted, limit=s.search_entity_cap).items():
-                p = pos.get(ident)
-                if p is not None:
-                    entity[p] = 1.0
-                    entity_names[p] = names
+        index = _entity_index(store, self.user, layout)
+        wanted = query_entities(query, entities, index)
+        entity, mention, entity_names = self._entity_signals(index, wanted, n)
         tool_hit = np.zeros(n)
         if tool:
             for ident in store.events_with_tool(self.user, tool, limit=s.search_entity_cap):
@@ -158,7 +240,7 @@ class EventSearch:
                 if p is not None:
                     tool_hit[p] = 1.0
         if not query:
-            return self._anchor_only(layout.order, entity + tool_hit, entity_names, tool, k)
+            return self._anchor_only(layout.order, entity + mention + tool_hit, entity_names, tool, k)
         # --- vector and full-text ------------------------------------------------------------
         q = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
         norm = float(np.linalg.norm(q))
@@ -170,9 +252,13 @@ class EventSearch:
             if p is not None:
                 bm25[p] = score
         temporal = _time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
-        sig = _Signals(dense.astype(np.float64), bm25, entity, tool_hit, temporal.astype(np.float64), entity_names)
+        sig = _Signals(dense.astype(np.float64), bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
+                       mention, _date_match(query, layout))
         final, parts = self._score(sig, layout.neighbour_index(s.search_neighbour_window))
-        top = np.argsort(-final, kind="stable")[:k]
+        hop, via = self._second_hop(final, index, wanted, layout)
+        final = final + s.search_weight_hop * hop + s.search_weight_feedback * self._feedback(final, layout)
+        parts["hop"], sig.hop_via = hop, via
+        top = _diverse_top(final, layout.session, k, s.search_session_decay)
         ids = [layout.order[i] for i in top]
         events = store.events_by_ids(ids)
         hits = []
@@ -202,8 +288,9 @@ class EventSearch:
         peak = float(base.max())
         if peak > 0:
             base = base / peak
-        graph = s.search_weight_entity * sig.entity + s.search_weight_tool * sig.tool
-        time = s.search_weight_time * sig.temporal
+        graph = (s.search_weight_entity * sig.entity + s.search_weight_mention * sig.mention
+                 + s.search_weight_tool * sig.tool)
+        time = s.search_weight_time * sig.temporal + s.search_weight_date * sig.date
         own = base + graph + time
         # session neighbours: best same-session neighbour's base score, decayed by distance
         near = np.zeros(n)
@@ -216,6 +303,80 @@ class EventSearch:
         return final, {"vector": v, "fulltext": t, "base": base, "near": near,
                        "dense_rank": dense_rank, "bm_rank": bm_rank}
 
+    def _entity_signals(
+        self, index: EntityIndex, wanted: list[str], n: int
+    ) -> tuple[np.ndarray, np.ndarray, dict[int, list[str]]]:
+        """``entity``: 1 where the caller linked a query entity to the event (``entities=``);
+        ``mention``: the idf-weighted share of the query entities its text names."""
+        entity, mention = np.zeros(n), np.zeros(n)
+        names: dict[int, list[str]] = {}
+        if not wanted:
+            return entity, mention, names
+        idf = {key: _idf(len(index.postings[key]), n) for key in wanted}
+        total = sum(idf.values()) or 1.0
+        for key in wanted:
+            posting = index.postings[key][: self.settings.search_entity_cap]
+            # a name the caller links (a speaker...) is anchored by those links, not by text
+            by_link = any(key in index.linked[p] for p in posting)
+            for p in posting:
+                if key in index.linked[p]:
+                    entity[p] = 1.0
+                elif not by_link:
+                    mention[p] += idf[key] / total
+                else:
+                    continue
+                names.setdefault(p, []).append(index.names.get(key, key))
+        return entity, mention, names
+
+    def _second_hop(
+        self, final: np.ndarray, index: EntityIndex, wanted: list[str], layout: EventLayout
+    ) -> tuple[np.ndarray, dict[int, str]]:
+        """Follow the entities of the best ``search_hop_seeds`` hits to the other events that
+        name them (entities named by more than ``search_hop_max_events`` events are not
+        followed; the query's own entities neither): each such event gets the best of seed
+        share (seed score / top score) x the entity's idf share. Fan-out is bounded by
+        seeds x entities per event x ``search_hop_max_events``."""
+        s = self.settings
+        n = final.shape[0]
+        hop = np.zeros(n)
+        via: dict[int, str] = {}
+        if s.search_weight_hop <= 0 or s.search_hop_seeds <= 0 or n < 2:
+            return hop, via
+        top = float(final.max())
+        if top <= 0:
+            return hop, via
+        skip = set(wanted)
+        seeds = np.argsort(-final, kind="stable")[: s.search_hop_seeds]
+        norm = math.log(n + 1)
+        for seed in seeds:
+            share = float(final[seed]) / top
+            for key in index.linked[seed] | index.mentioned[seed]:
+                posting = index.postings.get(key, ())
+                if key in skip or len(posting) < 2 or len(posting) > s.search_hop_max_events:
+                    continue
+                weight = share * _idf(len(posting), n) / norm
+                for p in posting:
+                    if p != seed and weight > hop[p]:
+                        hop[p] = weight
+                        via[p] = index.names.get(key, key)
+        return hop, via
+
+    def _feedback(self, final: np.ndarray, layout: EventLayout) -> np.ndarray:
+        """Second hop in embedding space: each event's best cosine to the best
+        ``search_hop_seeds`` hits (weighted by their share of the top score), z-scored and
+        clipped at 0 like the vector signal. Zeros when ``search_weight_feedback`` is 0."""
+        s = self.settings
+        n = final.shape[0]
+        if s.search_weight_feedback <= 0 or s.search_hop_seeds <= 0 or n < 2 or float(final.max()) <= 0:
+            return np.zeros(n)
+        seeds = np.argsort(-final, kind="stable")[: s.search_hop_seeds]
+        matrix = self.store.event_catalog.vectors.matrix[layout.rows]
+        sims = (matrix @ matrix[seeds].T).astype(np.float64) * (final[seeds] / float(final.max()))[None, :]
+        sims[seeds, np.arange(seeds.size)] = 0.0  # a seed does not feed back to itself
+        best = sims.max(axis=1)
+        std = float(best.std()) or 1.0
+        return np.clip((best - float(best.mean())) / std, 0.0, None) / 4.0  # type: ignore[no-any-return]
+
     def _reasons(self, i: int, sig: _Signals, parts: dict[str, np.ndarray], tool: str | None) -> list[str]:
         s = self.settings
         out = []
@@ -225,6 +386,12 @@ class EventSearch:
             out.append(f"fulltext: bm25 {sig.bm25[i]:.3f} (rank {int(parts['bm_rank'][i])})")
         if sig.entity[i] and s.search_weight_entity:
             out.append("graph: via entity " + ", ".join(sig.entity_names.get(i, [])))
+        if sig.mention[i] and s.search_weight_mention and not (sig.entity[i] and s.search_weight_entity):
+            out.append("graph: text names " + ", ".join(sig.entity_names.get(i, [])))
+        if sig.date[i] and s.search_weight_date:
+            out.append("time: from a session in the period the query names")
+        if s.search_weight_hop * parts["hop"][i] >= 0.02 and sig.hop_via:
+            out.append(f"graph: second hop via {sig.hop_via.get(i, '?')} (+{s.search_weight_hop * parts['hop'][i]:.3f})")
         if sig.tool[i] and s.search_weight_tool:
             out.append(f"graph: via tool {tool}")
         if sig.temporal[i] and s.search_weight_time:

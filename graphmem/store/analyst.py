@@ -434,7 +434,7 @@ class UserView:
         }
 
     def _create(self) -> None:
-        self.db = kuzu.Database(":memory:")
+        self.db = kuzu.Database(":memory:", max_db_size=1 << 34)  # a private view: 16 GiB of address space
         self.conn = kuzu.Connection(self.db)
         self.fts: list[str] = []  # full-text indexes are built only for queries that search
         for mig in migrations.available():

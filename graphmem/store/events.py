@@ -45,8 +45,11 @@ def objective_from_row(row: dict[str, Any]) -> Objective:
 class EventStore(KuzuBase):
     """Events (with USED_TOOL, PART_OF and MENTIONS edges) and Objectives."""
 
-    def insert_event(self, event: Event, embedding: np.ndarray) -> None:
-        """Write one event and its edges in one transaction, and index it for search."""
+    def insert_event(self, event: Event, embedding: np.ndarray, mentions: Sequence[tuple[str, str]] = ()) -> None:
+        """Write one event and its edges in one transaction, and index it for search.
+
+        ``mentions``: ``(name, kind)`` entities found in its text (beyond ``event.entities``),
+        linked by MENTIONS as well; a new Entity node gets that kind (name, date)."""
         data = event.model_dump()
         params = {p: data[p] for p in EVENT_PROPS}
         params["created_at"] = to_db_time(event.created_at)
@@ -72,6 +75,12 @@ class EventStore(KuzuBase):
                     "MERGE (n:Entity {name: $name}) ON CREATE SET n.kind = 'thing', n.created_at = $ts "
                     "WITH n MATCH (e:Event {id: $id}) MERGE (e)-[:MENTIONS]->(n)",
                     {"id": event.id, "name": name, "ts": params["created_at"]},
+                )
+            for name, kind in mentions:
+                self.write(
+                    "MERGE (n:Entity {name: $name}) ON CREATE SET n.kind = $kind, n.created_at = $ts "
+                    "WITH n MATCH (e:Event {id: $id}) MERGE (e)-[:MENTIONS]->(n)",
+                    {"id": event.id, "name": name, "kind": kind, "ts": params["created_at"]},
                 )
             self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, embedding, params["search_text"]))
 

@@ -36,8 +36,6 @@ from graphmem.store import migrations
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.locks import ReadWriteLock
 
-MAX_DB_SIZE = 1 << 40  # bytes of address space Kùzu may map for one database file
-
 
 def to_db_time(value: datetime | None) -> datetime | None:
     """A datetime as Kùzu stores it: naive UTC (Kùzu drops the offset without converting)."""
@@ -117,9 +115,7 @@ class KuzuBase:
             if not self.read_only and not self.path.exists():  # built aside, then linked in whole
                 migrations.create_file(self.path, self.dim, self.embedder_name)
         try:
-            # Kùzu reserves max_db_size of address space per open database (8 TiB by default), so a
-            # process with a few dozen open files runs out of it; 1 TiB still bounds no real memory.
-            return kuzu.Database(where, read_only=self.read_only, max_db_size=MAX_DB_SIZE)
+            return kuzu.Database(where, read_only=self.read_only, max_db_size=migrations.MAX_DB_SIZE)
         except RuntimeError as e:
             msg = str(e)
             if "lock" in msg.lower():

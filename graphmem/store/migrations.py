@@ -22,6 +22,10 @@ import kuzu
 
 from graphmem.errors import EmbedderMismatchError, SchemaVersionError, StoreError
 
+# Kùzu reserves max_db_size of address space per open database (8 TiB by default), so a process
+# with a few dozen open files runs out of it; 1 TiB still bounds no real memory.
+MAX_DB_SIZE = 1 << 40
+
 SCHEMA_DIR = Path(__file__).resolve().parent.parent.parent / "schema"
 _PACKAGED_SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schema"
 _FILE = re.compile(r"^(\d{3})_[\w-]+\.cypher$")
@@ -203,7 +207,7 @@ def create_file(path: Path, dim: int, embedder_name: str) -> None:
     tmp = path.with_name(f".{path.name}{_CREATING}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         try:
-            db = kuzu.Database(str(tmp))
+            db = kuzu.Database(str(tmp), max_db_size=MAX_DB_SIZE)
             conn = kuzu.Connection(db)
             try:
                 migrate(conn, dim, embedder_name)

@@ -41,6 +41,9 @@ class EventLayout:
     position: dict[str, int] = field(default_factory=dict)  # id -> index into order
     rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     derived: dict[str, Any] = field(default_factory=dict)
+    created: list[Any] = field(default_factory=list)  # created_at per position (database time)
+    role: list[str] = field(default_factory=list)  # speaker role per position ("" when none)
+    linked: list[list[str]] = field(default_factory=list)  # entities the caller linked, per position
 
     def __len__(self) -> int:
         return len(self.order)
@@ -147,7 +150,7 @@ class SearchStore(KuzuBase):
             del cache[k]
         found = self.read(
             "MATCH (e:Event) WHERE e.user_id = $user RETURN e.id AS id, e.session_id AS sid, "
-            "e.created_at AS ts, offset(id(e)) AS off, e.content AS content",
+            "e.created_at AS ts, offset(id(e)) AS off, e.content AS content, e.role AS role, e.entities AS ents",
             {"user": user_id},
         )
         found = [r for r in found if str(r["id"]) in rows_map]  # committed and catalogued
@@ -157,6 +160,9 @@ class SearchStore(KuzuBase):
             session=[str(r["sid"] or "") for r in found],
             content=[str(r["content"] or "") for r in found],
         )
+        layout.created = [r["ts"] for r in found]
+        layout.role = [str(r["role"] or "") for r in found]
+        layout.linked = [list(r["ents"] or []) for r in found]
         layout.position = {ident: i for i, ident in enumerate(layout.order)}
         layout.rows = np.asarray([rows_map[i] for i in layout.order], dtype=np.int64)
         cache[key] = layout
@@ -170,8 +176,20 @@ class SearchStore(KuzuBase):
         events = [event_from_row(r) for r in rows]
         return {e.id: e for e in events}
 
-    def insert_events(self, items: Sequence[tuple[Event, np.ndarray]]) -> None:
-        """Write many events (and their edges) in one transaction; see ``insert_event``."""
+    def insert_events(
+        self, items: Sequence[tuple[Event, np.ndarray]], mentions: Sequence[Sequence[tuple[str, str]]] | None = None
+    ) -> None:
+        """Write many events (and their edges) in one transaction; see ``insert_event``
+        (``mentions``: per event, the entities found in its text)."""
         with self.transaction():
-            for event, embedding in items:
-                self.insert_event(event, embedding)  # type: ignore[attr-defined]
+            for i, (event, embedding) in enumerate(items):
+                found = mentions[i] if mentions is not None else ()
+                self.insert_event(event, embedding, found)  # type: ignore[attr-defined]
+
+    def event_mention_rows(self, user_id: str) -> list[tuple[str, str]]:
+        """Every ``(event id, entity name)`` MENTIONS link of the user's events."""
+        rows = self.read(
+            "MATCH (e:Event)-[:MENTIONS]->(n:Entity) WHERE e.user_id = $user RETURN e.id AS id, n.name AS name",
+            {"user": user_id},
+        )
+        return [(str(r["id"]), str(r["name"])) for r in rows]
