@@ -30,7 +30,9 @@ check: setup
 	$(BIN)/ruff check graphmem
 
 bench-learnings: setup
-	HF_HUB_OFFLINE=1 $(BIN)/graphmem bench learnings --check
+	mkdir -p benchmarks/results/local && cp benchmarks/results/history.jsonl benchmarks/results/local/history.jsonl
+	HF_HUB_OFFLINE=1 $(BIN)/graphmem bench learnings --check --history benchmarks/results/local/history.jsonl \
+		--json-out benchmarks/results/local/learnings.json --png-out benchmarks/results/local/learnings.png
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache
