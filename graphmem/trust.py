@@ -9,6 +9,7 @@ Memory opened with ``admin=True`` (others get a PermissionDeniedError).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import InvalidInputError, NotFoundError, PermissionDeniedError
@@ -55,40 +56,32 @@ def writable_learning(mem: Any, learning_id: str) -> Learning:
     return learning
 
 
+def _owned(mem: Any, name: str, ident: Any, get: Callable[[str], Any], missing: str) -> Any:
+    """``get(id)`` when the node belongs to ``mem``'s user; unknown or anyone else's: the same
+    NotFoundError, so another user's id reveals nothing."""
+    text = _text_id(name, ident)
+    try:
+        node = get(text)
+    except NotFoundError:
+        raise NotFoundError(missing.format(text)) from None
+    if node.user_id != mem.user:
+        raise NotFoundError(missing.format(text))
+    return node
+
+
 def own_objective(mem: Any, objective_id: str) -> Objective:
     """One of ``mem``'s user's objectives; anyone else's is NotFoundError."""
-    ident = _text_id("objective_id", objective_id)
-    try:
-        objective = mem.store.get_objective(ident)
-    except NotFoundError:
-        raise NotFoundError(OBJECTIVE_MISSING.format(ident)) from None
-    if objective.user_id != mem.user:
-        raise NotFoundError(OBJECTIVE_MISSING.format(ident))
-    return objective
+    return _owned(mem, "objective_id", objective_id, mem.store.get_objective, OBJECTIVE_MISSING)  # type: ignore[no-any-return]
 
 
 def own_event(mem: Any, event_id: str) -> Event:
     """One of ``mem``'s user's events; anyone else's is NotFoundError."""
-    ident = _text_id("event_id", event_id)
-    try:
-        event = mem.store.get_event(ident)
-    except NotFoundError:
-        raise NotFoundError(EVENT_MISSING.format(ident)) from None
-    if event.user_id != mem.user:
-        raise NotFoundError(EVENT_MISSING.format(ident))
-    return event
+    return _owned(mem, "event_id", event_id, mem.store.get_event, EVENT_MISSING)  # type: ignore[no-any-return]
 
 
 def own_application(mem: Any, context_id: str) -> Application:
     """One of ``mem``'s user's contexts (Applications); anyone else's is NotFoundError."""
-    ident = _text_id("context_id", context_id)
-    try:
-        app = mem.store.get_application(ident)
-    except NotFoundError:
-        raise NotFoundError(CONTEXT_MISSING.format(ident)) from None
-    if app.user_id != mem.user:
-        raise NotFoundError(CONTEXT_MISSING.format(ident))
-    return app
+    return _owned(mem, "context_id", context_id, mem.store.get_application, CONTEXT_MISSING)  # type: ignore[no-any-return]
 
 
 __all__ = [
