@@ -1,13 +1,17 @@
 """The cost of serving: ``graphmem serve`` over HTTP against the same memory in-process.
 
     python -m benchmarks.server [--size 10000] [--queries 200] [--seconds 8] [--clients 8]
-                                [--embedder hash|minilm] [--json-out benchmarks/results/server.json]
+                                [--embedder hash|minilm] [--save | --json-out PATH]
+
+Results go to benchmarks/results/local/server.json (ignored); ``--save`` writes
+benchmarks/results/server.json, the figures the README quotes.
 
 It builds a file of ``--size`` learnings over five users (the generator of benchmarks/scale.py),
 then, in one run:
 
 1. in-process: ``Memory.context()`` p50/p95 over ``--queries`` queries, with the default Settings
-   and with the server's (Application written inline);
+   (the server's too: the Application is written off the request's path), and with the
+   Application written inline, for reference;
 2. starts ``graphmem serve`` on the file as a subprocess (one owner) and measures ``Client.context()``
    p50/p95 over HTTP for the same queries (one client, sequential);
 3. throughput of contexts for ``--seconds`` with one client, then with ``--clients`` concurrent
@@ -131,7 +135,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--embedder", choices=["minilm", "hash"], default="hash")
-    ap.add_argument("--json-out", type=Path, default=RESULTS / "server.json")
+    ap.add_argument("--save", action="store_true", help="write benchmarks/results/ (default: results/local/)")
+    ap.add_argument("--json-out", type=Path, default=None, help="write the results here instead")
     args = ap.parse_args(argv)
 
     from graphmem.client import Client
@@ -193,7 +198,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 http.append((time.perf_counter() - t) * 1e3)
         res["http"] = {"p50_ms": pct(http, 50), "p95_ms": pct(http, 95)}
         res["round_trip"] = {"p50_ms": pct(fixed, 50), "p95_ms": pct(fixed, 95)}
-        res["http_overhead_p50_ms"] = res["http"]["p50_ms"] - res["in_process_inline_application"]["p50_ms"]
+        res["http_overhead_p50_ms"] = res["http"]["p50_ms"] - res["in_process"]["p50_ms"]
         one = load(url, key_list, 1, args.seconds, qs, "context")
         many = load(url, key_list, args.clients, args.seconds, qs, "context")
         res["context_1_client"] = {k: v for k, v in one.items() if k != "acked"}
@@ -215,9 +220,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             proc.kill()
     res["loadavg_after"] = os.getloadavg()
     print_table(res)
-    args.json_out.parent.mkdir(parents=True, exist_ok=True)
-    args.json_out.write_text(json.dumps(res, indent=2, default=str) + "\n")
-    print(f"wrote {args.json_out}")
+    out = args.json_out or (RESULTS if args.save else RESULTS / "local") / "server.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=2, default=str) + "\n")
+    print(f"wrote {out}")
     return res
 
 
@@ -226,7 +232,7 @@ def print_table(r: dict[str, Any]) -> None:
     n = r["context_n_clients"]["clients"]
     rows = [
         ("context in-process p50 / p95 (ms)", f"{r['in_process']['p50_ms']:.1f} / {r['in_process']['p95_ms']:.1f}"),
-        ("  same, Application inline (server's setting)",
+        ("  same, Application written inline (reference)",
          f"{r['in_process_inline_application']['p50_ms']:.1f} / {r['in_process_inline_application']['p95_ms']:.1f}"),
         ("context over HTTP p50 / p95 (ms)", f"{r['http']['p50_ms']:.1f} / {r['http']['p95_ms']:.1f}"),
         ("HTTP overhead at p50 (ms)", f"{r['http_overhead_p50_ms']:.1f}"),

@@ -32,6 +32,8 @@ def serve_cmd(
     ssl_certfile: str = typer.Option(None, "--ssl-certfile", help="TLS certificate chain."),
     mcp: bool = typer.Option(True, "--mcp/--no-mcp", help="Also serve the MCP tools at /mcp."),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
+    metrics_public: bool = typer.Option(False, "--metrics-public",
+                                        help="Serve /metrics without a key (for a scraper on a private network)."),
 ) -> None:
     """Own the database file and serve it to every other process (HTTP API, OpenAPI at /docs, MCP at /mcp)."""
     import uvicorn
@@ -50,7 +52,8 @@ def serve_cmd(
         console.print("[yellow]warning:[/yellow] serving beyond this machine without TLS: keys travel in clear "
                       "text. Put a TLS reverse proxy in front, or pass --ssl-keyfile/--ssl-certfile.")
     embedder = HashEmbedder() if state.embedder == "hash" else SentenceTransformerEmbedder()
-    settings = Settings(summary_refresh="background")  # the server's worker refreshes, off the request path
+    # the server's worker refreshes summaries, off the request path
+    settings = Settings(summary_refresh="background", server_metrics_public=metrics_public)
     application = create_app(state.db, keys=store, embedder=embedder, llm=make_llm(), settings=settings, mcp=mcp)
     scheme = "https" if ssl_certfile else "http"
     console.print(f"graphmem serving {state.db} at {scheme}://{host}:{port} ({len(store)} keys; docs at /docs)",

@@ -218,6 +218,7 @@ class Settings(BaseModel):
     cypher_max_rows: int = 10_000  # ... and returns at most this many rows (``truncated`` says so)
     server_refresh_interval_s: float = 5.0  # background refresher: check summaries' staleness this often (0: off)
     server_cycle_interval_s: float = 86_400.0  # run_cycle for every user this often (0: off)
+    server_metrics_public: bool = False  # /metrics without a key (for scrapers on a private network)
 
     @model_validator(mode="after")
     def _check_ranges(self) -> Settings:

@@ -235,7 +235,8 @@ def test_metrics_and_health(served: Served, alice: Client) -> None:
     alice.context("metrics check")
     alice.add_learning("Metrics count this learning")
     alice.refresh_summaries()
-    text = httpx.get(f"{served.url}/metrics").text
+    assert httpx.get(f"{served.url}/metrics").status_code == 401  # counts are not for anyone who asks
+    text = httpx.get(f"{served.url}/metrics", headers=served.headers("alice")).text
     assert 'graphmem_requests_total{endpoint="/v1/context",method="POST",status="200"}' in text
     assert 'graphmem_request_seconds_count{endpoint="/v1/learnings",method="POST"}' in text
     learnings = next(l for l in text.splitlines() if l.startswith("graphmem_learnings "))
@@ -244,7 +245,7 @@ def test_metrics_and_health(served: Served, alice: Client) -> None:
     assert float(refresh.split()[1]) > 0
     assert "graphmem_last_cycle_timestamp_seconds" in text
     health = httpx.get(f"{served.url}/healthz").json()
-    assert health["status"] == "ok"
+    assert health["status"] == "ok" and "db" not in health and "learnings" not in health
     assert httpx.get(f"{served.url}/openapi.json").json()["paths"]["/v1/context"]
 
 
@@ -293,7 +294,7 @@ def test_background_refresher_and_scheduled_cycle(tmp_path: Path) -> None:
         assert text, "the background refresher did not refresh user_preferences"
         while time.monotonic() < deadline and not served.owner.last_cycle:  # type: ignore[union-attr]
             time.sleep(0.1)
-        metrics = httpx.get(f"{served.url}/metrics").text
+        metrics = httpx.get(f"{served.url}/metrics", headers=served.headers("alice")).text
         cycle = next(l for l in metrics.splitlines() if l.startswith("graphmem_last_cycle_timestamp_seconds "))
         assert float(cycle.split()[1]) > 0
         assert float(next(l for l in metrics.splitlines() if l.startswith("graphmem_summaries_refreshed_total "))

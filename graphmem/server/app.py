@@ -42,7 +42,7 @@ from graphmem.config import Settings
 from graphmem.embed import Embedder, HashEmbedder
 from graphmem.server.auth import KeyStore, Principal, bearer_key
 from graphmem.server.core import BusyError, Owner
-from graphmem.server.deps import ApiError, principal
+from graphmem.server.deps import ApiError, metrics_reader, principal
 from graphmem.server.metrics import CONTENT_TYPE
 
 log = logging.getLogger("graphmem.server")
@@ -93,6 +93,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         limiter = anyio.to_thread.current_default_thread_limiter()
         limiter.total_tokens = max(limiter.total_tokens, owner.settings.server_write_queue + 32)
+        await anyio.to_thread.run_sync(owner.warm_up)
         owner.start()
         try:
             if mcp_server is not None:
@@ -125,14 +126,13 @@ def create_app(
 
     @app.get("/healthz", tags=["operations"])
     def healthz() -> dict[str, Any]:
-        """Liveness: the file is open and answers a query."""
-        store = owner.root.store
-        return {"status": "ok", "version": graphmem.__version__, "db": str(store.path) if store.path else None,
-                "learnings": len(store.learning_catalog), "uptime_s": round(time.time() - owner.started, 1)}
+        """Liveness, without a key: the server is up (it reveals no path and no counts)."""
+        return {"status": "ok", "version": graphmem.__version__, "uptime_s": round(time.time() - owner.started, 1)}
 
-    @app.get("/metrics", tags=["operations"])
+    @app.get("/metrics", tags=["operations"], dependencies=[Depends(metrics_reader)])
     def metrics() -> Response:
-        """Prometheus metrics: requests and latency per endpoint, sizes, refresher and cycle times."""
+        """Prometheus metrics: requests and latency per endpoint, sizes, refresher and cycle times.
+        Any valid key may read them (``Settings.server_metrics_public`` opens them to all)."""
         return Response(owner.metrics.render(), media_type=CONTENT_TYPE)
 
     if mcp_server is not None:

@@ -128,6 +128,14 @@ class Owner:
             yield
 
     # --- background work ------------------------------------------------------------------------
+    def warm_up(self) -> None:
+        """Load what the first request would otherwise wait for (the embedder's model, the
+        vector kernels) with one search that records nothing."""
+        try:
+            self.root.search("warm up", k=1)
+        except GraphmemError:  # an empty or unusual file: the first request pays instead
+            log.info("graphmem server: warm-up search failed", exc_info=True)
+
     def start(self) -> None:
         """Start the background refresher / cycle thread (if enabled in Settings)."""
         if not self.background or self._worker is not None:

@@ -58,6 +58,16 @@ def principal(
     return who
 
 
+def metrics_reader(
+    request: Request,
+    bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
+    api_key: str | None = Depends(_api_key),
+) -> None:
+    """/metrics: any valid key, unless ``Settings.server_metrics_public`` opens it to all."""
+    if not owner_of(request).settings.server_metrics_public:
+        principal(request, bearer, api_key)
+
+
 def writer(request: Request, who: Principal = Depends(principal)) -> Memory:
     """The Memory of the key's user, for an endpoint that writes (agent or admin keys)."""
     if not who.writes:

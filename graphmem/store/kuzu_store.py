@@ -93,6 +93,7 @@ class KuzuBase:
         self._stopping = False
         self._draining = False
         self.deferred_retries = 3
+        self.deferred_batch = 64  # deferred writes committed together at most
         self.learning_catalog = LearningCatalog(dim)
         self.event_catalog = EventCatalog(dim)
         self._db = self._open_database()
@@ -348,6 +349,7 @@ class KuzuBase:
             self._draining = False
 
     def _drain_queue(self) -> None:
+        self._drain_batch()
         while True:
             with self._deferred_cond:
                 if not self._deferred:
@@ -366,6 +368,24 @@ class KuzuBase:
             if error is not None:
                 raise StoreError(f"a deferred write failed and is kept to retry: {error}") from error
             with self._deferred_cond:
+                self._deferred.popleft()
+
+    def _drain_batch(self) -> None:
+        """Write the queued deferred writes together in one transaction (one commit for many
+        Applications instead of one each). If the batch fails it is rolled back and the writes
+        are then written one by one, with retries, by the caller."""
+        with self._deferred_cond:
+            batch = list(self._deferred)[: self.deferred_batch]
+        if len(batch) < 2:
+            return
+        try:
+            with self.transaction():
+                for fn in batch:
+                    fn()
+        except Exception:
+            return  # rolled back: the one-by-one loop writes (or reports) them
+        with self._deferred_cond:
+            for _ in batch:
                 self._deferred.popleft()
 
     def flush_deferred(self) -> None:
