@@ -272,6 +272,25 @@ def test_user_view_counts_are_the_users_own(filled: Memory, make_memory: Callabl
     assert tools == []
 
 
+def test_user_view_is_reused_until_a_write_or_another_user(filled: Memory, make_memory: Callable[..., Memory]) -> None:
+    bob = make_memory("bob")
+    bob.add_learning("Bob's first rule")
+    count = "MATCH (l:Learning) WHERE NOT l.shared RETURN count(l) AS n"
+    assert bob.cypher(count) == [{"n": 1}]
+    held = filled.store._graphmem_user_view.holds  # type: ignore[attr-defined]
+    assert held is not None and held[0] == "bob"
+    assert bob.cypher(count) == [{"n": 1}]  # reused: same user, nothing written since
+    assert filled.store._graphmem_user_view.holds == held  # type: ignore[attr-defined]
+    bob.add_learning("Bob's second rule")
+    assert bob.cypher(count) == [{"n": 2}]  # a write refills it
+    alice_n = filled.cypher(count)[0]["n"]
+    assert alice_n == len([l for l in filled.learnings(limit=1000) if not l.shared])  # another user: her own
+    with pytest.raises(CypherError):
+        bob.cypher("MATCH (l:Learning) RETURN l.no_such_column")
+    assert filled.store._graphmem_user_view.holds is None  # type: ignore[attr-defined]  # a failure empties it
+    assert bob.cypher(count) == [{"n": 2}]
+
+
 def test_graphml_export_is_scoped(filled: Memory, make_memory: Callable[..., Memory], tmp_path: Path) -> None:
     bob = make_memory("bob")
     bob.add_learning("Bob likes long reports", tool="write_report")

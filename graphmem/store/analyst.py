@@ -422,6 +422,7 @@ class UserView:
         self.dim = dim
         self.lock = threading.Lock()
         self.size = 0  # nodes copied in by the last fill
+        self.holds: tuple[str, int, bool, bool] | None = None  # (user, store generation, search, vectors)
         self._create()
         self.nodes, self.rels = _schema(self.conn)
         self.connections = {
@@ -460,6 +461,7 @@ class UserView:
                 self.conn.execute(f"CALL DROP_FTS_INDEX('{table}', '{index}')")
             self.conn.execute("MATCH (n) DETACH DELETE n")
         self.size = 0
+        self.holds = None
         left = _rows(self.conn, "MATCH (n) RETURN count(n)")[0][0]
         if left:  # pragma: no cover - DETACH DELETE removes everything
             raise CypherError("the per-user view could not be emptied; retry")
@@ -578,11 +580,23 @@ def _view_of(store: KuzuBase) -> UserView:
 def user_view(
     store: KuzuBase, user: str, *, search: bool = False, vectors: bool = True
 ) -> Iterator[kuzu.Connection]:
-    """A connection to a private in-memory copy of what ``user`` may see, emptied afterwards."""
+    """A connection to a private in-memory copy of what ``user`` may see.
+
+    The copy is kept for the next query while the file has not changed (``store.generation``)
+    and the same user asks; another user, a write, or a failed query empties it first.
+    """
     if store._deferred:
         store.flush_deferred()
     view = _view_of(store)
     with store._lock.shared(), view.lock:  # the copy is one consistent read of the file
+        held = view.holds
+        if held and held[:2] == (user, store.generation) and held[2] >= search and held[3] >= vectors:
+            try:
+                yield view.conn
+            except BaseException:
+                view.clear()
+                raise
+            return
         source = store._conn()
         own_tx = source is not store._conn_main
         try:
@@ -597,10 +611,12 @@ def user_view(
             with suppress(RuntimeError):
                 view.clear()
             raise CypherError(f"building the per-user view failed: {_first_line(e)}") from e
+        view.holds = (user, store.generation, search, vectors)
         try:
             yield view.conn
-        finally:
+        except BaseException:
             view.clear()
+            raise
 
 
 @contextmanager

@@ -92,6 +92,7 @@ class KuzuBase:
         self._writer: threading.Thread | None = None
         self._stopping = False
         self._draining = False
+        self.generation = 0  # +1 after every write transaction or exclusive block: caches compare it
         self.deferred_retries = 3
         self.deferred_batch = 64  # deferred writes committed together at most
         self.learning_catalog = LearningCatalog(dim)
@@ -175,9 +176,12 @@ class KuzuBase:
         if self.read_only:
             raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
         with self._lock.exclusive():
-            if not self._tx_depth:
-                self._drain_deferred()
-            yield
+            try:
+                if not self._tx_depth:
+                    self._drain_deferred()
+                yield
+            finally:
+                self.generation += 1
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -226,6 +230,7 @@ class KuzuBase:
                 raise
             self._tx_depth = 0
             pending, self._after_commit = self._after_commit, []
+            self.generation += 1
             try:
                 conn.execute("COMMIT")
             except RuntimeError as e:
