@@ -35,6 +35,7 @@ BENCHMARKS: dict[str, tuple[str, bool, str | None]] = {
     "server": ("benchmarks.server", False, None),
     "contention": ("benchmarks.contention", False, None),
     "stress": ("benchmarks.stress", False, None),
+    "cypher_view": ("benchmarks.cypher_view", False, None),
 }
 
 
