@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
@@ -78,6 +79,22 @@ _LINK_CYPHER = {
     "objective": "UNWIND $rows AS r MATCH (l:Learning {id: r.id}), (o:Objective {id: r.name}) MERGE (l)-[:FOR_OBJECTIVE]->(o)",
     "event": "UNWIND $rows AS r MATCH (l:Learning {id: r.id}), (e:Event {id: r.name}) MERGE (l)-[:DERIVED_FROM]->(e)",
 }
+
+
+def _one_row(cypher: str) -> str:
+    """The per-row form of an ``UNWIND $rows AS r ...`` statement: ``$name`` for ``r.name``.
+
+    Kùzu 0.11 joins ``UNWIND ... MATCH (l:Learning {id: r.id})`` by scanning the whole node
+    table, while a parameter (``{id: $id}``) is a primary-key lookup: a few rows are written
+    one statement each, so a write costs the same at 10k and at 1M learnings.
+    """
+    one = cypher.replace("UNWIND $rows AS r ", "")
+    one = re.sub(r"WITH (\w+), r ", r"WITH \1 ", one)
+    return re.sub(r"\br\.(\w+)", r"$\1", one)
+
+
+_LINK_ONE = {kind: _one_row(cypher) for kind, cypher in _LINK_CYPHER.items()}
+_PER_ROW_MIN = 16  # up to this many rows (or one per 500 learnings in the file) go one statement each
 
 
 def _cooccurring(topics: Sequence[str], entities: Sequence[str]) -> list[tuple[str, str, str, str]]:
@@ -170,9 +187,20 @@ class LearningStore(KuzuBase):
                 edges["event"].append({"id": ident, "name": links.source_event_id, "ts": ts})
             pairs.update((user_id, *p) for p in _cooccurring(links.topics, links.entities))
         for kind, rows in edges.items():
-            if rows:
-                self.write(_LINK_CYPHER[kind], {"rows": rows})
+            self._write_rows(_LINK_CYPHER[kind], _LINK_ONE[kind], rows)
         self._relate(pairs)
+
+    def _write_rows(self, many: str, one: str, rows: list[dict[str, Any]]) -> None:
+        """Write ``rows`` with the UNWIND statement ``many`` (one scan of the node table), or
+        with ``one`` per row (primary-key lookups) when they are few for the file's size."""
+        if not rows:
+            return
+        if len(rows) <= max(_PER_ROW_MIN, len(self.learning_catalog) // 500):
+            used = set(re.findall(r"\$(\w+)", one))  # Kùzu refuses parameters a statement does not use
+            for row in rows:
+                self.write(one, {k: v for k, v in row.items() if k in used})
+        else:
+            self.write(many, {"rows": rows})
 
     def _relate(self, pairs: Counter[tuple[str, str, str, str, str]]) -> None:
         """Add co-occurrence counts of topics and entities (RELATED edges, one per owner and
@@ -181,11 +209,9 @@ class LearningStore(KuzuBase):
         for (user, ka, a, kb, b), weight in pairs.items():
             by_labels.setdefault((ka, kb), []).append({"a": a, "b": b, "w": weight, "u": user})
         for (ka, kb), rows in by_labels.items():
-            self.write(
-                f"UNWIND $rows AS r MATCH (a:{ka} {{name: r.a}}), (b:{kb} {{name: r.b}}) "
-                "MERGE (a)-[e:RELATED {user_id: r.u}]->(b) ON CREATE SET e.weight = r.w ON MATCH SET e.weight = e.weight + r.w",
-                {"rows": rows},
-            )
+            many = (f"UNWIND $rows AS r MATCH (a:{ka} {{name: r.a}}), (b:{kb} {{name: r.b}}) "
+                    "MERGE (a)-[e:RELATED {user_id: r.u}]->(b) ON CREATE SET e.weight = r.w ON MATCH SET e.weight = e.weight + r.w")
+            self._write_rows(many, _one_row(many), rows)
 
     def add_links(self, learning_id: str, links: LearningLinks) -> None:
         """Add association edges to an existing learning (used when a merge brings new ones)."""

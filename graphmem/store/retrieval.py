@@ -193,12 +193,11 @@ class RetrievalStore(KuzuBase):
                     "ts": to_db_time(created_at), "reasons": dumps(list(reasons)),
                 },
             )
-            if rows:
+            for row in rows:  # one primary-key lookup each (an UNWIND would scan every learning)
                 self.write(
-                    "MATCH (a:Application {id: $aid}) UNWIND $rows AS r "
-                    "MATCH (l:Learning {id: r.id}) "
-                    "CREATE (l)-[:APPLIED_IN {rank: r.rank, score: r.score, reasons: r.reasons}]->(a)",
-                    {"aid": application_id, "rows": rows},
+                    "MATCH (a:Application {id: $aid}), (l:Learning {id: $id}) "
+                    "CREATE (l)-[:APPLIED_IN {rank: $rank, score: $score, reasons: $reasons}]->(a)",
+                    {"aid": application_id, **row},
                 )
 
     def applied_learnings(self, application_id: str) -> list[dict[str, Any]]:
