@@ -180,25 +180,23 @@ class RetrievalStore(KuzuBase):
 
         ``shown`` holds (learning id, rank from 1, score, reasons) for each learning handed out.
         """
-        rows = [
-            {"id": ident, "rank": int(rank), "score": float(score), "reasons": dumps(list(why))}
-            for ident, rank, score, why in shown
-        ]
+        params: dict[str, Any] = {
+            "id": application_id, "user": user_id, "query": query, "tool": tool,
+            "ts": to_db_time(created_at), "reasons": dumps(list(reasons)),
+        }
+        matches, edges = [], []
+        for i, (ident, rank, score, why) in enumerate(shown):
+            matches.append(f"(l{i}:Learning {{id: $l{i}}})")
+            edges.append(f"(l{i})-[:APPLIED_IN {{rank: $r{i}, score: $s{i}, reasons: $w{i}}}]->(a)")
+            params.update({f"l{i}": ident, f"r{i}": int(rank), f"s{i}": float(score), f"w{i}": dumps(list(why))})
+        # One statement: a primary-key lookup per learning (an UNWIND would scan every learning,
+        # and a statement per edge costs more than the edge).
+        cypher = ("CREATE (a:Application {id: $id, user_id: $user, query: $query, tool: $tool, "
+                  "created_at: $ts, reasons: $reasons})")
+        if matches:
+            cypher += f" WITH a MATCH {', '.join(matches)} CREATE {', '.join(edges)}"
         with self.transaction():
-            self.write(
-                "CREATE (:Application {id: $id, user_id: $user, query: $query, tool: $tool, "
-                "created_at: $ts, reasons: $reasons})",
-                {
-                    "id": application_id, "user": user_id, "query": query, "tool": tool,
-                    "ts": to_db_time(created_at), "reasons": dumps(list(reasons)),
-                },
-            )
-            for row in rows:  # one primary-key lookup each (an UNWIND would scan every learning)
-                self.write(
-                    "MATCH (a:Application {id: $aid}), (l:Learning {id: $id}) "
-                    "CREATE (l)-[:APPLIED_IN {rank: $rank, score: $score, reasons: $reasons}]->(a)",
-                    {"aid": application_id, **row},
-                )
+            self.write(cypher, params)
 
     def applied_learnings(self, application_id: str) -> list[dict[str, Any]]:
         """The learnings an Application showed: id, rank, score, reasons (JSON text), by rank."""
