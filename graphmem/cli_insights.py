@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -125,30 +126,51 @@ def insights_cmd(
 
 @command("export")
 def export_cmd(
-    jsonl: Path = typer.Option(None, "--jsonl", help="Write successful episodes as chat-format training pairs."),
+    jsonl: Path = typer.Option(
+        None, "--jsonl",
+        help="Write successful episodes as chat-format training pairs. An episode is the events of one "
+             "objective (or, outside any objective, of one session); each pair is a user message, the "
+             "tool calls and results after it, and the assistant's answer.",
+    ),
     graphml: Path = typer.Option(None, "--graphml", help="Write --user's view of the graph as GraphML (networkx)."),
+    memory: Path = typer.Option(
+        None, "--memory",
+        help="Write --user's whole memory (learnings with counters, edges, events, outcomes...) as JSONL "
+             "for `graphmem import`.",
+    ),
     all_users: bool = typer.Option(False, "--all-users", help="GraphML: the whole file, every user's nodes."),
     min_confidence: float = typer.Option(0.0, "--min-confidence", help="JSONL: keep episodes with confidence >= X."),
     feedback: str = typer.Option("any", "--feedback", help="JSONL: positive (explicit praise only) or any."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Export training pairs (--jsonl FILE) and/or the graph (--graphml FILE)."""
-    if jsonl is None and graphml is None:
-        raise GraphmemError("nothing to export: pass --jsonl FILE and/or --graphml FILE")
+    """Export training pairs (--jsonl FILE), the graph (--graphml FILE) and/or the memory (--memory FILE)."""
+    if jsonl is None and graphml is None and memory is None:
+        raise GraphmemError("nothing to export: pass --jsonl FILE, --graphml FILE and/or --memory FILE")
     mem = open_memory()
-    reports = []
+    reports: list[Any] = []
     if jsonl is not None:
         reports.append(mem.export_jsonl(jsonl, min_confidence=min_confidence, feedback=feedback))
     if graphml is not None:
         reports.append(mem.export_graphml(graphml, scope="all" if all_users else "user"))
+    if memory is not None:
+        if not hasattr(mem, "export_memory"):
+            raise GraphmemError("--memory works on a database file: pass --db PATH instead of --server")
+        reports.append(mem.export_memory(memory))
     if json_out:
         print_json(reports)
         return
     for r in reports:
-        if r.format == "jsonl":
+        if getattr(r, "format", None) == "jsonl":
             console.print(
-                f"wrote {r.records} training pair(s) from {r.episodes_kept} of {r.episodes} episode(s) to {r.path}",
+                f"wrote {r.records} training pair(s) from {r.episodes_kept} of {r.episodes} episode(s) to {r.path} "
+                "(an episode: one objective's events, or one session's outside any objective; kept: the successful ones)",
                 highlight=False,
             )
-        else:
+        elif getattr(r, "format", None) == "graphml":
             console.print(f"wrote {r.nodes} nodes and {r.edges} edges to {r.path}", highlight=False)
+        else:
+            console.print(
+                f"wrote {r.counts.get('Learning', 0)} learning(s), {r.counts.get('Event', 0)} event(s) and "
+                f"{r.edges} edge(s) of {r.user} to {r.path} (read it back with `graphmem import`)",
+                highlight=False,
+            )
