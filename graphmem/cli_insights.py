@@ -1,4 +1,4 @@
-"""CLI commands of issue 6's observability side: promote, sweep, insights, export.
+"""CLI commands of the observability side: promote, sweep, insights, export.
 
 ``graphmem promote --to AGENTS.md``, ``graphmem sweep [--file F]...``,
 ``graphmem insights [--json] [--html FILE]``, ``graphmem export --jsonl FILE | --graphml FILE``.
@@ -11,8 +11,16 @@ from typing import Any
 
 import typer
 
-from graphmem.cli import command, console, open_memory, print_json, print_rows
+from graphmem.cli import command, console, open_memory, print_json, print_rows, warn_other_users
 from graphmem.errors import GraphmemError
+
+
+def _section(rows: list[dict[str, Any]], title: str, empty: str) -> None:
+    """A titled table, or, with no rows, the title and a sentence saying why it is empty."""
+    if rows:
+        print_rows(rows, title=title)
+    else:
+        console.print(f"[bold]{title}[/bold]\n  {empty}", highlight=False)
 
 
 def _pct(value: float | None) -> str:
@@ -88,6 +96,8 @@ def insights_cmd(
         print_json(ins)
         return
     o = ins.overview
+    if not ins.learnings and not o.applications:
+        warn_other_users(mem)
     print_rows(
         [
             {"acceptance": _pct(o.acceptance), "pass rate": _pct(o.pass_rate), "fallback rate": _pct(o.fallback_rate),
@@ -101,25 +111,30 @@ def insights_cmd(
         + [{"status": f"tier {t}", "learnings": n} for t, n in ins.tier_counts.items()],
         title="learnings by status and tier",
     )
-    print_rows(
+    _section(
         [
             {"id": l.id[:8], "content": l.content, "status": l.status, "tier": l.tier, "score": f"{l.score:.3f}",
              "conf": f"{l.confidence:.3f}", "canary": f"{l.canary_allocation:.2f}", "h/h": f"{l.helpful}/{l.harmful}",
              "used": l.times_applied}
             for l in ins.learnings
         ],
-        title="learnings",
+        "learnings",
+        "No learnings yet: add some with `graphmem add` or let observe/end-objective learn them.",
     )
-    print_rows(
+    _section(
         [
             {"when": t.created_at.strftime("%Y-%m-%d %H:%M"), "learning": t.learning_id[:8], "field": t.field,
              "from": t.old, "to": t.new, "reason": t.reason}
             for t in ins.timeline
         ],
-        title="transition timeline (newest first)",
+        "transition timeline (newest first)",
+        "No transitions yet: they appear when a learning changes status or tier (cycle, outcomes, promotions).",
     )
-    if ins.outcomes_by_day:
-        print_rows([d.model_dump() for d in ins.outcomes_by_day], title="outcomes over time")
+    _section(
+        [d.model_dump() for d in ins.outcomes_by_day],
+        "outcomes over time",
+        "No contexts handed out yet: this fills in as `context` is called and outcomes come back.",
+    )
     if html is not None:
         console.print(f"wrote {html}", highlight=False)
 
