@@ -154,3 +154,13 @@ def test_cli_export_memory_then_import(cmem: Memory, clock: FakeClock, db_path: 
     assert "imported " in out.output and "as user alice" in out.output
     out = runner.invoke(app, ["import", str(dump), "--db", str(target), "--user", "alice", "--embedder", "hash"])
     assert out.exit_code == 1 and "already holds" in out.output
+
+
+def test_cli_names_the_embedder_option_on_a_mismatch(tmp_path: Path) -> None:
+    from graphmem.cli import _register_groups, app
+
+    _register_groups()
+    db = tmp_path / "h.kuzu"
+    Memory(db, user="alice", embedder=HashEmbedder()).close()
+    out = CliRunner().invoke(app, ["--db", str(db), "--user", "alice", "--embedder", "minilm", "list"])
+    assert out.exit_code == 1 and "--embedder hash" in out.output
