@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from graphmem.errors import GraphmemError
+from graphmem.errors import EmbedderMismatchError, GraphmemError
 
 try:  # recent typer vendors click as typer._click: its exceptions are the ones raised
     from typer._click import exceptions as click_errors
@@ -212,9 +212,13 @@ def open_memory() -> Any:
     if state.embedder not in ("minilm", "hash"):
         raise GraphmemError(f"unknown --embedder {state.embedder!r}; use minilm or hash")
     embedder = HashEmbedder() if state.embedder == "hash" else SentenceTransformerEmbedder()
-    state._memory = Memory(
-        state.db, user=state.user, read_only=state.read_only, embedder=embedder, llm=make_llm()
-    )
+    try:
+        state._memory = Memory(
+            state.db, user=state.user, read_only=state.read_only, embedder=embedder, llm=make_llm()
+        )
+    except EmbedderMismatchError as e:  # name the option that fixes it
+        other = "minilm" if state.embedder == "hash" else "hash"
+        raise EmbedderMismatchError(f"{e} (CLI: --embedder {other}, or set GRAPHMEM_EMBEDDER={other})") from None
     return state._memory
 
 

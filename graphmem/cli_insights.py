@@ -1,4 +1,4 @@
-"""CLI commands of issue 6's observability side: promote, sweep, insights, export.
+"""CLI commands of the observability side: promote, sweep, insights, export.
 
 ``graphmem promote --to AGENTS.md``, ``graphmem sweep [--file F]...``,
 ``graphmem insights [--json] [--html FILE]``, ``graphmem export --jsonl FILE | --graphml FILE``.
@@ -7,11 +7,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from graphmem.cli import command, console, open_memory, print_json, print_rows
+from graphmem.cli import command, console, open_memory, print_json, print_rows, warn_other_users
 from graphmem.errors import GraphmemError
+
+
+def _section(rows: list[dict[str, Any]], title: str, empty: str) -> None:
+    """A titled table, or, with no rows, the title and a sentence saying why it is empty."""
+    if rows:
+        print_rows(rows, title=title)
+    else:
+        console.print(f"[bold]{title}[/bold]\n  {empty}", highlight=False)
 
 
 def _pct(value: float | None) -> str:
@@ -87,6 +96,8 @@ def insights_cmd(
         print_json(ins)
         return
     o = ins.overview
+    if not ins.learnings and not o.applications:
+        warn_other_users(mem)
     print_rows(
         [
             {"acceptance": _pct(o.acceptance), "pass rate": _pct(o.pass_rate), "fallback rate": _pct(o.fallback_rate),
@@ -100,55 +111,81 @@ def insights_cmd(
         + [{"status": f"tier {t}", "learnings": n} for t, n in ins.tier_counts.items()],
         title="learnings by status and tier",
     )
-    print_rows(
+    _section(
         [
             {"id": l.id[:8], "content": l.content, "status": l.status, "tier": l.tier, "score": f"{l.score:.3f}",
              "conf": f"{l.confidence:.3f}", "canary": f"{l.canary_allocation:.2f}", "h/h": f"{l.helpful}/{l.harmful}",
              "used": l.times_applied}
             for l in ins.learnings
         ],
-        title="learnings",
+        "learnings",
+        "No learnings yet: add some with `graphmem add` or let observe/end-objective learn them.",
     )
-    print_rows(
+    _section(
         [
             {"when": t.created_at.strftime("%Y-%m-%d %H:%M"), "learning": t.learning_id[:8], "field": t.field,
              "from": t.old, "to": t.new, "reason": t.reason}
             for t in ins.timeline
         ],
-        title="transition timeline (newest first)",
+        "transition timeline (newest first)",
+        "No transitions yet: they appear when a learning changes status or tier (cycle, outcomes, promotions).",
     )
-    if ins.outcomes_by_day:
-        print_rows([d.model_dump() for d in ins.outcomes_by_day], title="outcomes over time")
+    _section(
+        [d.model_dump() for d in ins.outcomes_by_day],
+        "outcomes over time",
+        "No contexts handed out yet: this fills in as `context` is called and outcomes come back.",
+    )
     if html is not None:
         console.print(f"wrote {html}", highlight=False)
 
 
 @command("export")
 def export_cmd(
-    jsonl: Path = typer.Option(None, "--jsonl", help="Write successful episodes as chat-format training pairs."),
+    jsonl: Path = typer.Option(
+        None, "--jsonl",
+        help="Write successful episodes as chat-format training pairs. An episode is the events of one "
+             "objective (or, outside any objective, of one session); each pair is a user message, the "
+             "tool calls and results after it, and the assistant's answer.",
+    ),
     graphml: Path = typer.Option(None, "--graphml", help="Write --user's view of the graph as GraphML (networkx)."),
+    memory: Path = typer.Option(
+        None, "--memory",
+        help="Write --user's whole memory (learnings with counters, edges, events, outcomes...) as JSONL "
+             "for `graphmem import`.",
+    ),
     all_users: bool = typer.Option(False, "--all-users", help="GraphML: the whole file, every user's nodes."),
     min_confidence: float = typer.Option(0.0, "--min-confidence", help="JSONL: keep episodes with confidence >= X."),
     feedback: str = typer.Option("any", "--feedback", help="JSONL: positive (explicit praise only) or any."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Export training pairs (--jsonl FILE) and/or the graph (--graphml FILE)."""
-    if jsonl is None and graphml is None:
-        raise GraphmemError("nothing to export: pass --jsonl FILE and/or --graphml FILE")
+    """Export training pairs (--jsonl FILE), the graph (--graphml FILE) and/or the memory (--memory FILE)."""
+    if jsonl is None and graphml is None and memory is None:
+        raise GraphmemError("nothing to export: pass --jsonl FILE, --graphml FILE and/or --memory FILE")
     mem = open_memory()
-    reports = []
+    reports: list[Any] = []
     if jsonl is not None:
         reports.append(mem.export_jsonl(jsonl, min_confidence=min_confidence, feedback=feedback))
     if graphml is not None:
         reports.append(mem.export_graphml(graphml, scope="all" if all_users else "user"))
+    if memory is not None:
+        if not hasattr(mem, "export_memory"):
+            raise GraphmemError("--memory works on a database file: pass --db PATH instead of --server")
+        reports.append(mem.export_memory(memory))
     if json_out:
         print_json(reports)
         return
     for r in reports:
-        if r.format == "jsonl":
+        if getattr(r, "format", None) == "jsonl":
             console.print(
-                f"wrote {r.records} training pair(s) from {r.episodes_kept} of {r.episodes} episode(s) to {r.path}",
+                f"wrote {r.records} training pair(s) from {r.episodes_kept} of {r.episodes} episode(s) to {r.path} "
+                "(an episode: one objective's events, or one session's outside any objective; kept: the successful ones)",
                 highlight=False,
             )
-        else:
+        elif getattr(r, "format", None) == "graphml":
             console.print(f"wrote {r.nodes} nodes and {r.edges} edges to {r.path}", highlight=False)
+        else:
+            console.print(
+                f"wrote {r.counts.get('Learning', 0)} learning(s), {r.counts.get('Event', 0)} event(s) and "
+                f"{r.edges} edge(s) of {r.user} to {r.path} (read it back with `graphmem import`)",
+                highlight=False,
+            )

@@ -1,11 +1,15 @@
-"""Exports: chat-format training pairs (seed 004) and the whole graph as GraphML (networkx).
+"""Exports: chat-format training pairs and the whole graph as GraphML (networkx).
 
 Training pairs. An *episode* is the events of one objective (events with ``objective_id``) or,
 for events outside any objective, of one session (``session_id``). Inside an episode, a *pair* is
-an inbound user message followed by the assistant's next outbound message (tool calls in between
-are skipped). Each pair becomes one JSON line::
+an inbound user message, the tool calls and results after it, and the assistant's next outbound
+message (the answer). Each pair becomes one JSON line, in the OpenAI chat format with tools::
 
-    {"messages": [{"role": "user", "content": ...}, {"role": "assistant", "content": ...}],
+    {"messages": [{"role": "user", "content": ...},
+                  {"role": "assistant", "content": null, "tool_calls": [{"id", "type": "function",
+                   "function": {"name": ..., "arguments": ...}}]},
+                  {"role": "tool", "tool_call_id": ..., "name": ..., "content": ...},
+                  {"role": "assistant", "content": ...}],
      "metadata": {"episode_id": ..., "episode_kind": "objective"|"session", "confidence": ...,
                   "feedback": "positive"|"negative"|null, ...}}
 
@@ -149,14 +153,65 @@ def _is_assistant(e: Event) -> bool:
     return e.kind == "message" and e.direction == "outbound" and (e.role or "assistant").lower() in ("assistant", "agent")
 
 
+def _arguments(e: Event) -> str:
+    """A tool call's arguments as a JSON string: ``metadata["arguments"]`` (or ``"args"``) when
+    the call recorded them, else the event's text."""
+    for key in ("arguments", "args"):
+        if key in e.metadata:
+            value = e.metadata[key]
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return e.content
+
+
+def tool_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """The tool calls and results between a user message and the answer, as chat messages: an
+    assistant message with ``tool_calls`` per call, a ``tool`` message per result.
+
+    A result answers the call named by ``metadata["call_id"]`` (or ``"tool_call_id"``), else the
+    oldest unanswered call of the same tool; a result with no call gets one (arguments ""); a
+    call with no result gets the result "(no result recorded)", so every call is answered.
+    """
+    messages: list[dict[str, Any]] = []
+    open_calls: list[tuple[str, str | None]] = []  # (call id, tool), oldest first
+    for e in events:
+        if e.kind == "tool_call":
+            call_id = str(e.metadata.get("call_id") or e.metadata.get("tool_call_id") or e.id)
+            messages.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": e.tool_name or "tool", "arguments": _arguments(e)}}
+            ]})
+            open_calls.append((call_id, e.tool_name))
+        elif e.kind == "tool_result":
+            named = e.metadata.get("call_id") or e.metadata.get("tool_call_id")
+            match = next((c for c in open_calls if named and c[0] == str(named)), None)
+            match = match or next((c for c in open_calls if c[1] == e.tool_name), None)
+            if match is None:
+                call_id = f"call-{e.id}"
+                messages.append({"role": "assistant", "content": None, "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": e.tool_name or "tool", "arguments": ""}}
+                ]})
+                match = (call_id, e.tool_name)
+            else:
+                open_calls.remove(match)
+            messages.append({"role": "tool", "tool_call_id": match[0], "name": e.tool_name or match[1] or "tool",
+                             "content": e.content})
+    for call_id, tool in open_calls:
+        messages.append({"role": "tool", "tool_call_id": call_id, "name": tool or "tool", "content": "(no result recorded)"})
+    return messages
+
+
 def pairs(episode: Episode) -> list[dict[str, Any]]:
-    """The episode's (user message → next assistant message) training records."""
+    """The episode's training records: a user message, the tool calls and results after it (see
+    :func:`tool_messages`), and the assistant's next message, the answer."""
     records: list[dict[str, Any]] = []
     pending: Event | None = None
+    between: list[Event] = []
     for e in episode.events:
         if _is_user(e):
-            pending = e
+            pending, between = e, []
+        elif pending is not None and e.kind in ("tool_call", "tool_result"):
+            between.append(e)
         elif _is_assistant(e) and pending is not None:
+            tools = tool_messages(between)
             metadata: dict[str, Any] = {
                 "episode_id": episode.id,
                 "episode_kind": episode.kind,
@@ -168,6 +223,7 @@ def pairs(episode: Episode) -> list[dict[str, Any]]:
                 "feedback": episode.feedback,
                 "user_event_id": pending.id,
                 "assistant_event_id": e.id,
+                "tool_calls": sum(1 for m in tools if m["role"] == "assistant"),
                 "created_at": e.created_at.isoformat(),
             }
             for key in ("model", "cost", "latency_ms"):
@@ -177,12 +233,13 @@ def pairs(episode: Episode) -> list[dict[str, Any]]:
                 {
                     "messages": [
                         {"role": "user", "content": pending.content},
+                        *tools,
                         {"role": "assistant", "content": e.content},
                     ],
                     "metadata": metadata,
                 }
             )
-            pending = None
+            pending, between = None, []
     return records
 
 

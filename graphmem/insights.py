@@ -10,12 +10,11 @@ and transition log and returns an :class:`Insights` model:
 - counts per status and per tier, active canaries, the latest transitions;
 - outcomes per day, for the chart.
 
-:func:`render_html` turns it into one HTML file with inline CSS and an inline SVG chart.
+:func:`render_html` turns it into one HTML file (a Jinja2 template, a matplotlib chart inlined as SVG).
 """
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -221,128 +220,9 @@ def compute(mem: Memory, *, timeline: int = 50) -> Insights:
 
 
 # --- HTML --------------------------------------------------------------------------------
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1f2328;background:#fff}
-h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
-.cards{display:flex;flex-wrap:wrap;gap:.8rem}.card{border:1px solid #d0d7de;border-radius:6px;padding:.6rem 1rem;min-width:8rem}
-.card .v{font-size:1.5rem;font-weight:600}.card .k{color:#57606a;font-size:.85rem}
-table{border-collapse:collapse;font-size:.85rem;margin-top:.5rem}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left;vertical-align:top}
-th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}.muted{color:#57606a}
-.legend span{display:inline-block;width:.8rem;height:.8rem;margin:0 .3rem 0 1rem;vertical-align:middle}
-"""
-_GREEN, _RED, _GREY = "#2da44e", "#cf222e", "#afb8c1"
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
-
-
-def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = ()) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = []
-    for row in rows:
-        cells = "".join(
-            f"<td{' class=n' if i in numeric else ''}>{html.escape('' if v is None else str(v))}</td>"
-            for i, v in enumerate(row)
-        )
-        body.append(f"<tr>{cells}</tr>")
-    if not body:
-        body.append(f"<tr><td colspan={len(headers)} class=muted>(none)</td></tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def outcomes_svg(days: Sequence[DayOutcomes], *, width: int = 720, height: int = 220) -> str:
-    """A stacked bar chart of successes / failures / pending per day, as inline SVG."""
-    if not days:
-        return '<p class="muted">No applications yet: the chart fills in as contexts get outcomes.</p>'
-    pad_l, pad_b, pad_t = 36, 40, 10
-    plot_w, plot_h = width - pad_l - 10, height - pad_b - pad_t
-    top = max(d.applications for d in days) or 1
-    slot = plot_w / len(days)
-    bar = max(2.0, min(40.0, slot * 0.7))
-    parts = [
-        (
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-            'aria-label="outcomes over time" font-size="10" font-family="sans-serif">'
-        ),
-        f'<line x1="{pad_l}" y1="{pad_t + plot_h}" x2="{width - 10}" y2="{pad_t + plot_h}" stroke="#57606a"/>',
-        f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{pad_t + plot_h}" stroke="#57606a"/>',
-        f'<text x="{pad_l - 4}" y="{pad_t + 8}" text-anchor="end">{top}</text>',
-        f'<text x="{pad_l - 4}" y="{pad_t + plot_h}" text-anchor="end">0</text>',
-    ]
-    label_every = max(1, len(days) // 12)
-    for i, d in enumerate(days):
-        x = pad_l + i * slot + (slot - bar) / 2
-        y = float(pad_t + plot_h)
-        for count, color, name in ((d.successes, _GREEN, "success"), (d.failures, _RED, "failure"), (d.pending, _GREY, "pending")):
-            if not count:
-                continue
-            h = plot_h * count / top
-            y -= h
-            parts.append(
-                f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" fill="{color}">'
-                f"<title>{html.escape(d.day)}: {count} {name}</title></rect>"
-            )
-        if i % label_every == 0:
-            cx = pad_l + i * slot + slot / 2
-            parts.append(
-                f'<text x="{cx:.1f}" y="{pad_t + plot_h + 14}" text-anchor="middle">{html.escape(d.day[5:])}</text>'
-            )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 def render_html(ins: Insights) -> str:
-    """A self-contained HTML page (inline CSS and SVG, no external assets) of the insights."""
-    o = ins.overview
-    cards = [
-        ("acceptance", _pct(o.acceptance)), ("pass rate", _pct(o.pass_rate)),
-        ("fallback rate", _pct(o.fallback_rate)), ("retry rate", _pct(o.retry_rate)),
-        ("rating coverage", _pct(o.rating_coverage)), ("applications", str(o.applications)),
-        ("with outcome", str(o.with_outcome)), ("active canaries", str(ins.active_canaries)),
-    ]
-    card_html = "".join(
-        f'<div class="card"><div class="v">{html.escape(v)}</div><div class="k">{html.escape(k)}</div></div>'
-        for k, v in cards
-    )
-    counts = _table(
-        ["status", "learnings"], sorted(ins.status_counts.items()), numeric=(1,)
-    ) + _table(["tier", "learnings"], sorted(ins.tier_counts.items()), numeric=(1,))
-    learnings = _table(
-        ["id", "content", "status", "tier", "score", "confidence", "canary", "helpful", "harmful", "used", "v"],
-        (
-            [l.id[:8], l.content, l.status, l.tier, f"{l.score:.3f}", f"{l.confidence:.3f}",
-             f"{l.canary_allocation:.2f}", l.helpful, l.harmful, l.times_applied, l.version]
-            for l in ins.learnings
-        ),
-        numeric=(4, 5, 6, 7, 8, 9, 10),
-    )
-    timeline = _table(
-        ["when", "learning", "content", "field", "from", "to", "reason", "v"],
-        (
-            [t.created_at.strftime("%Y-%m-%d %H:%M"), t.learning_id[:8], t.content, t.field, t.old, t.new, t.reason, t.version]
-            for t in ins.timeline
-        ),
-        numeric=(7,),
-    )
-    days = _table(
-        ["day", "applications", "successes", "failures", "pending"],
-        ([d.day, d.applications, d.successes, d.failures, d.pending] for d in ins.outcomes_by_day),
-        numeric=(1, 2, 3, 4),
-    )
-    legend = (
-        f'<div class="legend muted"><span style="background:{_GREEN}"></span>success'
-        f'<span style="background:{_RED}"></span>failure<span style="background:{_GREY}"></span>pending</div>'
-    )
-    title = f"graphmem insights: {ins.user}"
-    return (
-        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><p class=muted>generated {html.escape(ins.generated_at.isoformat())}</p>"
-        f"<h2>Overview</h2><div class=cards>{card_html}</div>"
-        f"<h2>Outcomes over time</h2>{outcomes_svg(ins.outcomes_by_day)}{legend}{days}"
-        f"<h2>Learnings by status and tier</h2><div class=cards>{counts}</div>"
-        f"<h2>Learnings</h2>{learnings}"
-        f"<h2>Transition timeline (latest {len(ins.timeline)})</h2>{timeline}"
-        "</body></html>\n"
-    )
+    """A self-contained HTML page of the insights (Jinja2 template, matplotlib chart as inline
+    SVG, no external assets): see :mod:`graphmem.insights_html`."""
+    from graphmem.insights_html import render_html as render
+
+    return render(ins)

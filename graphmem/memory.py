@@ -505,6 +505,25 @@ class Memory(LearningsAPI, RetrievalAPI):
         require_path("path", path)
         return export.export_graphml(self, path, scope=scope)
 
+    def export_memory(self, path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None) -> Any:
+        """Write this user's whole memory (learnings with their counters, edges, transitions,
+        events, objectives, outcomes...) to a JSONL file that :meth:`import_memory` reads back.
+        Returns a :class:`graphmem.transfer.TransferReport`."""
+        from graphmem import transfer
+
+        require_path("path", path)
+        return transfer.export_memory(self, path, progress=progress)
+
+    def import_memory(self, path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None) -> Any:
+        """Read a file written by :meth:`export_memory` into this database, as this Memory's user.
+        All or nothing: bad input (a malformed line, another format version or embedder, an id
+        this file already holds) raises InvalidInputError and writes nothing. ``progress(done,
+        total)`` is called while writing. Returns a :class:`graphmem.transfer.TransferReport`."""
+        from graphmem import transfer
+
+        require_path("path", path)
+        return transfer.import_memory(self, path, progress=progress)
+
     # --- analysts ------------------------------------------------------------------------------
     def cypher(
         self,

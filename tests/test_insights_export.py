@@ -84,6 +84,7 @@ def _episodes(mem: Memory, clock: FakeClock) -> dict[str, str]:
         mem.record_event("message", text, role=role, **kw)  # type: ignore[arg-type]
 
     say("user", "Draft the Q3 email to Dana", objective_id=done.id)
+    clock.advance(seconds=1)
     mem.record_event("tool_call", "send_email(...)", tool="send_email", objective_id=done.id)
     say("assistant", "Here is a two-paragraph draft.", objective_id=done.id, metadata={"model": "m1"})
     say("user", "Shorter please", objective_id=done.id)
@@ -106,7 +107,12 @@ def test_training_pairs_content_and_filters(cmem: Memory, clock: FakeClock, tmp_
     ids = _episodes(cmem, clock)
     records = cmem.training_pairs()
     assert [r["messages"] for r in records] == [
-        [{"role": "user", "content": "Draft the Q3 email to Dana"}, {"role": "assistant", "content": "Here is a two-paragraph draft."}],
+        [{"role": "user", "content": "Draft the Q3 email to Dana"},
+         {"role": "assistant", "content": None, "tool_calls": [{"id": records[0]["messages"][1]["tool_calls"][0]["id"],
+          "type": "function", "function": {"name": "send_email", "arguments": "send_email(...)"}}]},
+         {"role": "tool", "tool_call_id": records[0]["messages"][1]["tool_calls"][0]["id"], "name": "send_email",
+          "content": "(no result recorded)"},
+         {"role": "assistant", "content": "Here is a two-paragraph draft."}],
         [{"role": "user", "content": "Shorter please"}, {"role": "assistant", "content": "Done: one paragraph."}],
         [{"role": "user", "content": "Summarise the renewal"}, {"role": "assistant", "content": "Renewal summary: ..."}],
     ]
