@@ -588,7 +588,7 @@ def user_view(
     if store._deferred:
         store.flush_deferred()
     view = _view_of(store)
-    with store._lock.shared(), view.lock:  # the copy is one consistent read of the file
+    with store._lock.shared(), view.lock, store._side_lock:  # one consistent read of the file, no write beside it
         held = view.holds
         if held and held[:2] == (user, store.generation) and held[2] >= search and held[3] >= vectors:
             try:

@@ -18,7 +18,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,14 @@ class KuzuBase:
         self._stopping = False
         self._draining = False
         self.generation = 0  # +1 after every write transaction or exclusive block: caches compare it
+        # The background writer writes deferred Applications beside readers (they touch no mirror):
+        # under the shared lock, one batch at a time, never while a Kùzu full-text query runs
+        # (``_side_lock``), and with Kùzu's automatic checkpoint off, because a checkpoint waits for
+        # every open read; checkpoints run under the exclusive lock instead (``_checkpoint``).
+        self._side_lock = threading.Lock()
+        self._side_thread: int | None = None  # the thread inside a side batch, if any
+        self._checkpoint_due = False
+        self.checkpoint_bytes = 16 << 20  # checkpoint once the write-ahead log is this large
         self.deferred_retries = 3
         self.deferred_batch = 64  # deferred writes committed together at most
         self.learning_catalog = LearningCatalog(dim)
@@ -117,7 +125,8 @@ class KuzuBase:
             if not self.read_only and not self.path.exists():  # built aside, then linked in whole
                 migrations.create_file(self.path, self.dim, self.embedder_name)
         try:
-            return kuzu.Database(where, read_only=self.read_only, max_db_size=migrations.MAX_DB_SIZE)
+            return kuzu.Database(where, read_only=self.read_only, max_db_size=migrations.MAX_DB_SIZE,
+                                 auto_checkpoint=self.path is None or self.read_only)
         except RuntimeError as e:
             msg = str(e)
             if "lock" in msg.lower():
@@ -155,7 +164,7 @@ class KuzuBase:
     # --- connections and transactions -----------------------------------------------------
     def _conn(self) -> kuzu.Connection:
         """This thread's read connection (inside this thread's write transaction: the writer's)."""
-        if self._lock.owned_exclusive():
+        if self._lock.owned_exclusive() or self._side_thread == threading.get_ident():
             return self._conn_main
         if self._closed:
             raise StoreError("this Memory is closed; open a new one")
@@ -167,6 +176,8 @@ class KuzuBase:
 
     def in_transaction(self) -> bool:
         """True when the calling thread is inside one of this store's write transactions."""
+        if self._side_thread is not None and self._side_thread == threading.get_ident():
+            return True
         return bool(self._tx_depth) and self._lock.owned_exclusive()
 
     @contextmanager
@@ -182,6 +193,8 @@ class KuzuBase:
                 yield
             finally:
                 self.generation += 1
+            if not self._tx_depth:
+                self._maybe_checkpoint()
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -203,6 +216,9 @@ class KuzuBase:
         """
         if self.read_only:
             raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
+        if self._side_thread is not None and self._side_thread == threading.get_ident():
+            yield  # a deferred write inside the background writer's batch joins it
+            return
         with self._lock.exclusive():
             conn = self._conn_main
             if self._tx_depth:
@@ -239,6 +255,27 @@ class KuzuBase:
                 raise StoreError(f"commit failed: {e}; the in-memory state was re-read from the file") from e
             for fn in pending:
                 fn()
+            self._maybe_checkpoint()
+
+    def _wal_bytes(self) -> int:
+        if self.path is None:
+            return 0
+        try:
+            return os.stat(f"{self.path}.wal").st_size
+        except OSError:
+            return 0
+
+    def _maybe_checkpoint(self) -> None:
+        """Checkpoint when the write-ahead log has grown past ``checkpoint_bytes`` (caller holds
+        the store exclusively, so no read is open)."""
+        if self.path is None or self.read_only:
+            return
+        if self._checkpoint_due or self._wal_bytes() > self.checkpoint_bytes:
+            self._checkpoint_due = False
+            try:
+                self._conn_main.execute("CHECKPOINT")
+            except RuntimeError as e:
+                raise StoreError(f"checkpoint failed: {e}") from e
 
     def _resync_mirrors(self) -> None:
         """Rebuild the in-memory mirrors from the file (the full store defines how)."""
@@ -335,12 +372,58 @@ class KuzuBase:
                 if self._stopping:
                     return
             try:
-                with self._lock.exclusive():
-                    if not self._closed:
-                        self._drain_deferred()
+                if not self._drain_beside_readers():
+                    with self._lock.exclusive():
+                        if not self._closed:
+                            self._drain_deferred()
+                elif self._checkpoint_due:
+                    with self._lock.exclusive():
+                        if not self._closed:
+                            self._maybe_checkpoint()
             except StoreError:
                 with self._deferred_cond:  # failing: wait for the next flush or a new write
                     self._deferred_cond.wait(timeout=1.0)
+
+    def _drain_beside_readers(self) -> bool:
+        """Write a batch of deferred writes in one transaction while readers go on; False when
+        it could not (nothing written: the caller drains under the exclusive lock instead).
+
+        A deferred write that wants an after-commit step (a mirror change) needs the exclusive
+        lock, so such a batch is rolled back and left to the caller."""
+        if self.path is None or self.read_only:
+            return False
+        with self._lock.shared(), self._side_lock:
+            with self._deferred_cond:
+                batch = list(self._deferred)[: self.deferred_batch]
+            if self._closed or not batch:
+                return True
+            conn = self._conn_main
+            self._after_commit = []
+            self._side_thread = threading.get_ident()
+            ok = False
+            try:
+                conn.execute("BEGIN TRANSACTION")
+                for fn in batch:
+                    fn()
+                if not self._after_commit:
+                    conn.execute("COMMIT")
+                    ok = True
+            except Exception:
+                ok = False
+            finally:
+                if not ok:
+                    _rollback(conn)
+                self._side_thread = None
+                self._after_commit = []
+            if not ok:
+                return False
+            self.generation += 1
+            with self._deferred_cond:
+                for _ in batch:
+                    self._deferred.popleft()
+            if self._wal_bytes() > self.checkpoint_bytes:
+                self._checkpoint_due = True
+            return True
 
     def _drain_deferred(self) -> None:
         """Write every queued deferred write, oldest first (caller holds the lock exclusively,
@@ -412,11 +495,19 @@ class KuzuBase:
         """Run a read query; inside a write transaction it sees that transaction's writes."""
         if not self._lock.owned_shared():
             self._wait_if_needed(cypher)
-        with self._lock.shared():
+        with self._lock.shared(), self._fulltext_guard(cypher):
             try:
                 return self._run(self._conn(), cypher, params)
             except RuntimeError as e:
                 raise StoreError(f"query failed: {e}") from e
+
+    def _fulltext_guard(self, cypher: str, *, always: bool = False) -> Any:
+        """Kùzu 0.11 aborts the process when a full-text query overlaps a write: hold off the
+        background writer's batch around one (``always``: around any query, for analysts' Cypher,
+        which may call anything). Exclusive holders need nothing more."""
+        if self._lock.owned_exclusive() or not (always or "QUERY_FTS_INDEX" in cypher.upper()):
+            return nullcontext()
+        return self._side_lock
 
     def write(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run one write statement: inside the caller's transaction, or as its own."""
@@ -446,9 +537,9 @@ class KuzuBase:
             self.flush_deferred()
         from graphmem.store import analyst
 
-        if not timeout_ms or write:
+        if write:
             return analyst.run(self, query, params, write=write, force=force)
-        with self._lock.shared():
+        with self._lock.shared(), self._fulltext_guard(query, always=True):  # shared first, as the writer
             conn = self._conn()
             with analyst.time_limit(conn, timeout_ms):
                 return analyst.run(self, query, params, write=False, force=force)
@@ -482,6 +573,9 @@ class KuzuBase:
                 self._writer.join(timeout=30)
             self._writer = None
         with self._lock.exclusive():
+            if not self.read_only and self.path is not None:
+                with suppress(RuntimeError):  # leave the file whole, the log empty
+                    self._conn_main.execute("CHECKPOINT")
             self._closed = True
             self._local = threading.local()
             try:
