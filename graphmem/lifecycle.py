@@ -96,18 +96,19 @@ class CycleReport(BaseModel):
     pruned: list[Change] = Field(default_factory=list)
     tier_changes: list[Change] = Field(default_factory=list)
     decayed: list[Change] = Field(default_factory=list)
+    prompts: list[Change] = Field(default_factory=list)  # A/B tests decided (graphmem/prompts.py)
     warnings: list[str] = Field(default_factory=list)
 
     @property
     def changed(self) -> int:
         """How many changes the cycle made."""
         return sum(len(x) for x in (self.transitions, self.beliefs, self.invalidated, self.pruned,
-                                    self.tier_changes, self.decayed))
+                                    self.tier_changes, self.decayed, self.prompts))
 
     def rows(self) -> list[dict[str, Any]]:
         """Every change as a table row (section, learning, field, old, new, reason)."""
         out = []
-        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed"):
+        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts"):
             for c in getattr(self, section):
                 out.append({"section": section, "learning": c.learning_id[:8], "field": c.field,
                             "old": c.old, "new": c.new, "reason": c.reason})
@@ -341,7 +342,18 @@ def run_cycle(mem: Memory) -> CycleReport:
     _prune(mem, learnings, now, report)
     _tiers(mem, learnings, now, report)
     _decay(mem, learnings, now, report)
+    _prompt_tests(mem, report)
     return report
+
+
+def _prompt_tests(mem: Memory, report: CycleReport) -> None:
+    """Decide the prompt A/B tests that can be decided (graphmem/prompts.py)."""
+    for t in mem._prompt_service().decide():
+        assert t.candidate is not None and t.active is not None
+        winner = t.candidate if t.decision == "promote" else t.active
+        loser = t.active if t.decision == "promote" else t.candidate
+        report.prompts.append(Change(learning_id=loser.id, field="prompt_state", old=loser.state, new="deprecated",
+                                     reason=f"{t.decision}: {winner.label} over {loser.label}; {t.reason}"))
 
 
 __all__ = [

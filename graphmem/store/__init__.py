@@ -30,6 +30,7 @@ from graphmem.store.facts import FactStore
 from graphmem.store.forget import ForgetStore
 from graphmem.store.learnings import LearningStore
 from graphmem.store.loop import LoopStore
+from graphmem.store.prompts import PromptStore
 from graphmem.store.retrieval import RetrievalStore
 from graphmem.store.search import SearchStore
 from graphmem.store.summaries import SummaryStore
@@ -65,7 +66,7 @@ class GraphStore(Protocol):
 
 
 class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore,
-                     ForgetStore, FactStore):
+                     ForgetStore, FactStore, PromptStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(
