@@ -201,7 +201,7 @@ class Settings(BaseModel):
     prompt_initial_confidence: float = 0.7  # seed 004: a new (reflected) prompt version
 
     # --- distillation (seed 004; graphmem/distill.py) --------------------------------------
-    distill_similarity: float = 0.75  # cosine to a cluster's centroid to join it
+    distill_similarity: float = 0.5  # cosine to a cluster centroid to join it (MiniLM; benchmarks/distill.py)
     distill_min_size: int = 3  # members a cluster needs to become a rule
     distill_confidence: float = 0.85  # seed 004: distilled rules 0.8-0.9
 

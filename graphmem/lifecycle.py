@@ -97,18 +97,19 @@ class CycleReport(BaseModel):
     tier_changes: list[Change] = Field(default_factory=list)
     decayed: list[Change] = Field(default_factory=list)
     prompts: list[Change] = Field(default_factory=list)  # A/B tests decided (graphmem/prompts.py)
+    distilled: list[Change] = Field(default_factory=list)  # rules distilled (graphmem/distill.py)
     warnings: list[str] = Field(default_factory=list)
 
     @property
     def changed(self) -> int:
         """How many changes the cycle made."""
         return sum(len(x) for x in (self.transitions, self.beliefs, self.invalidated, self.pruned,
-                                    self.tier_changes, self.decayed, self.prompts))
+                                    self.tier_changes, self.decayed, self.prompts, self.distilled))
 
     def rows(self) -> list[dict[str, Any]]:
         """Every change as a table row (section, learning, field, old, new, reason)."""
         out = []
-        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts"):
+        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled"):
             for c in getattr(self, section):
                 out.append({"section": section, "learning": c.learning_id[:8], "field": c.field,
                             "old": c.old, "new": c.new, "reason": c.reason})
@@ -343,6 +344,9 @@ def run_cycle(mem: Memory) -> CycleReport:
     _tiers(mem, learnings, now, report)
     _decay(mem, learnings, now, report)
     _prompt_tests(mem, report)
+    for rule in mem.distill().rules:  # graphmem/distill.py
+        report.distilled.append(Change(learning_id=rule.rule_id, field="members", old=str(len(rule.members) - len(rule.new_members)),
+                                       new=str(len(rule.members)), reason=("created: " if rule.created else "extended: ") + rule.content[:120]))
     return report
 
 

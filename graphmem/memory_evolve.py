@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from graphmem.distill import Distiller, DistillReport
 from graphmem.inputs import optional_string, require_bool, require_text
 from graphmem.prompts import ABTest, PromptServe, PromptService, PromptVersion
 
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
 
 
 class EvolveAPI:
-    """add_prompt, prompts, active_prompt, prompt_for, prompt_test, propose_prompt (mixed into Memory)."""
+    """add_prompt, prompts, active_prompt, prompt_for, prompt_test, propose_prompt, distill
+    (mixed into Memory)."""
 
     store: KuzuGraphStore
     settings: Settings
@@ -74,3 +76,17 @@ class EvolveAPI:
     def _credit_prompts(self, context_id: str, verdict: str) -> list[str]:
         """After an outcome: credit the prompt versions served in that context."""
         return self._prompt_service().credit(context_id, verdict)
+
+    def distill(self, *, similarity: float | None = None, min_size: int | None = None) -> DistillReport:
+        """Distil clusters of similar episodic learnings (observations, reflection rules) into
+        rules with DERIVED_FROM edges to their members, which move to the archive tier.
+        Incremental; also a step of ``run_cycle()``. ``similarity`` / ``min_size`` override
+        ``Settings.distill_similarity`` / ``distill_min_size`` for this run. See README
+        "Distillation"."""
+        settings = self.settings
+        overrides = {k: v for k, v in (("distill_similarity", similarity), ("distill_min_size", min_size)) if v is not None}
+        if overrides:
+            from graphmem.config import Settings
+
+            settings = Settings(**{**self.settings.model_dump(), **overrides})  # validated
+        return Distiller(self.store, self.embedder, settings, self.now, self.user, self.llm).run()

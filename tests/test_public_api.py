@@ -46,7 +46,7 @@ def test_supersede_archives_the_older_one_and_links_it(mem: Memory) -> None:
         mem.supersede(new.id, new.id)
 
 
-def test_memory_has_the_prompt_version_methods() -> None:
-    """The self-improvement surface of Memory (prompt versions with A/B tests) is pinned."""
-    for name in ("add_prompt", "prompts", "active_prompt", "prompt_for", "prompt_test", "propose_prompt"):
+def test_memory_has_the_prompt_version_and_distill_methods() -> None:
+    """The self-improvement surface of Memory (prompt versions with A/B tests, distillation) is pinned."""
+    for name in ("add_prompt", "prompts", "active_prompt", "prompt_for", "prompt_test", "propose_prompt", "distill"):
         assert callable(getattr(Memory, name)), name

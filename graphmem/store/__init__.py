@@ -25,6 +25,7 @@ from graphmem.models import Event, Learning, LearningLinks, Objective
 from graphmem.store.analytics import AnalyticsStore
 from graphmem.store.bulk import BulkStore
 from graphmem.store.catalog import EventCatalog, LearningCatalog
+from graphmem.store.distill import DistillStore
 from graphmem.store.events import EventStore
 from graphmem.store.facts import FactStore
 from graphmem.store.forget import ForgetStore
@@ -66,7 +67,7 @@ class GraphStore(Protocol):
 
 
 class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore,
-                     ForgetStore, FactStore, PromptStore):
+                     ForgetStore, FactStore, PromptStore, DistillStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(
