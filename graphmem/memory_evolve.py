@@ -6,6 +6,7 @@ LLM) explicitly; ``Memory`` inherits these methods (``mem.add_prompt(...)`` etc.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from graphmem.distill import Distiller, DistillReport
 from graphmem.inputs import optional_string, require_bool, require_text
 from graphmem.prompts import ABTest, PromptServe, PromptService, PromptVersion
+from graphmem.regression import TestExport
 
 if TYPE_CHECKING:
     from graphmem.config import Settings
@@ -21,8 +23,8 @@ if TYPE_CHECKING:
 
 
 class EvolveAPI:
-    """add_prompt, prompts, active_prompt, prompt_for, prompt_test, propose_prompt, distill
-    (mixed into Memory)."""
+    """add_prompt, prompts, active_prompt, prompt_for, prompt_test, propose_prompt, distill,
+    export_tests (mixed into Memory)."""
 
     store: KuzuGraphStore
     settings: Settings
@@ -90,3 +92,13 @@ class EvolveAPI:
 
             settings = Settings(**{**self.settings.model_dump(), **overrides})  # validated
         return Distiller(self.store, self.embedder, settings, self.now, self.user, self.llm).run()
+
+    def export_tests(self, directory: str | os.PathLike[str], *, agent: str) -> TestExport:
+        """Turn this user's judged failures that later got a fix (a learning derived from the
+        failed trace) into behaviour specs (YAML) and a pytest file that replays each input
+        through ``agent`` (an import path ``module:function``). See README "From failures to tests"."""
+        from graphmem import regression
+        from graphmem.inputs import require_path
+
+        require_path("directory", directory)
+        return regression.export_tests(self.store, self.user, directory, agent=agent)

@@ -32,3 +32,16 @@ def test_the_prompt_versions_example_runs() -> None:
 def test_the_distillation_example_runs() -> None:
     lines = run_section("Distillation")
     assert lines == ["Rule: The user said the email to Dana was too long 3 1", "[{'n': 3}]"]
+
+
+def test_the_failures_to_tests_example_runs(tmp_path: Path, monkeypatch: object) -> None:
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)  # type: ignore[attr-defined]
+    assert run_section("From failures to tests") == ["1 test_graphmem_behaviour.py"]
+    section = README.read_text(encoding="utf-8").split("## From failures to tests\n", 1)[1].split("\n## ", 1)[0]
+    shell = re.findall(r"```bash\n(.*?)\n```", section, flags=re.S)[0]
+    script = shell.replace("pytest ai_tests", f"{sys.executable} -m pytest -q -p no:cacheprovider ai_tests")
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr

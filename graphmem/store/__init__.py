@@ -32,6 +32,7 @@ from graphmem.store.forget import ForgetStore
 from graphmem.store.learnings import LearningStore
 from graphmem.store.loop import LoopStore
 from graphmem.store.prompts import PromptStore
+from graphmem.store.regression import RegressionStore
 from graphmem.store.retrieval import RetrievalStore
 from graphmem.store.search import SearchStore
 from graphmem.store.summaries import SummaryStore
@@ -67,7 +68,7 @@ class GraphStore(Protocol):
 
 
 class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore,
-                     ForgetStore, FactStore, PromptStore, DistillStore):
+                     ForgetStore, FactStore, PromptStore, DistillStore, RegressionStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(
