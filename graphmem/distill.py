@@ -103,9 +103,18 @@ class Distiller:
     """Distillation of one user's episodic learnings (explicit dependencies, no Memory)."""
 
     def __init__(self, store: KuzuGraphStore, embedder: Embedder, settings: Settings,
-                 now: Callable[[], datetime], user: str, llm: Any = None) -> None:
+                 now: Callable[[], datetime], user: str, llm: Any = None,
+                 on_changed: Callable[[Sequence[Learning], str], None] | None = None) -> None:
+        """``on_changed(learnings, change)`` is called inside each write transaction with the
+        rules written ("created" / "updated") and the members archived ("retired"), so the
+        summaries they feed are marked stale."""
         self.store, self.embedder, self.settings, self.now, self.user, self.llm = (
             store, embedder, settings, now, user, llm)
+        self.on_changed = on_changed
+
+    def _changed(self, learnings: Sequence[Learning], change: str) -> None:
+        if self.on_changed is not None and learnings:
+            self.on_changed(learnings, change)
 
     def run(self) -> DistillReport:
         """One incremental run (see the module docstring)."""
@@ -175,6 +184,7 @@ class Distiller:
         vector = np.asarray(self.embedder.embed([content])[0], dtype=np.float32)
         with self.store.transaction():
             self.store.insert_learning(rule, vector, LearningLinks(tool=rule.tool, topics=topics))
+            self._changed([rule], "created")
             self._archive_members(rule.id, members, now)
         return DistilledRule(rule_id=rule.id, content=content, created=True, members=member_ids, new_members=member_ids)
 
@@ -190,20 +200,24 @@ class Distiller:
             if content != rule.content:
                 embedding = np.asarray(self.embedder.embed([content])[0], dtype=np.float32)
             self.store.save_learning(updated, embedding)
+            self._changed([updated], "updated")
             self._archive_members(rule_id, [m for m in members if m.id in set(new)], now)
         return DistilledRule(rule_id=rule_id, content=content, created=False, members=old + new, new_members=new)
 
     def _archive_members(self, rule_id: str, members: list[Learning], now: datetime) -> None:
         """Inside a transaction: DERIVED_FROM edges, members archived (logged), distilled_at set."""
         self.store.link_distilled(rule_id, [m.id for m in members], now)
+        archived = []
         for m in self.store.get_learnings([x.id for x in members]):  # re-read under the write lock
             if m.tier == "archive":
                 continue
             version = m.version + 1
-            self.store.save_learning(m.model_copy(update={"tier": "archive", "version": version, "updated_at": now}))
+            archived.append(m.model_copy(update={"tier": "archive", "version": version, "updated_at": now}))
+            self.store.save_learning(archived[-1])
             self.store.log_transition(Transition(learning_id=m.id, field="tier", old=m.tier, new="archive",
                                                  reason=f"distilled into rule {rule_id}", version=version,
                                                  created_at=now))
+        self._changed(archived, "retired")
 
 
 __all__ = ["DistillReport", "DistilledRule", "Distiller", "greedy_clusters", "medoid"]

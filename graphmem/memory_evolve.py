@@ -7,7 +7,7 @@ LLM) explicitly; ``Memory`` inherits these methods (``mem.add_prompt(...)`` etc.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from graphmem.regression import TestExport
 if TYPE_CHECKING:
     from graphmem.config import Settings
     from graphmem.embed import Embedder
+    from graphmem.models import Learning
     from graphmem.store import KuzuGraphStore
 
 
@@ -32,6 +33,12 @@ class EvolveAPI:
     user: str
     llm: Any
     now: Callable[[], datetime]
+
+    def _on_learnings_changed(self, learnings: Sequence[Learning], *, change: str) -> None:
+        raise NotImplementedError  # provided by Memory
+
+    def _after_write(self) -> None:
+        raise NotImplementedError  # provided by Memory
 
     def _prompt_service(self) -> PromptService:
         return PromptService(self.store, self.embedder, self.settings, self.now, self.user, self.llm)
@@ -91,7 +98,11 @@ class EvolveAPI:
             from graphmem.config import Settings
 
             settings = Settings(**{**self.settings.model_dump(), **overrides})  # validated
-        return Distiller(self.store, self.embedder, settings, self.now, self.user, self.llm).run()
+        report = Distiller(self.store, self.embedder, settings, self.now, self.user, self.llm,
+                           on_changed=lambda ls, change: self._on_learnings_changed(ls, change=change)).run()
+        if report.rules:
+            self._after_write()  # inline summary refreshes, if due
+        return report
 
     def export_tests(self, directory: str | os.PathLike[str], *, agent: str) -> TestExport:
         """Turn this user's judged failures that later got a fix (a learning derived from the

@@ -112,3 +112,12 @@ def test_the_generated_set_is_distilled_purely() -> None:
     result = run("hash", settings=Settings(distill_similarity=0.4))
     last = result["waves"][-1]
     assert last["purity"] == 1.0 and last["singletons_distilled"] == 0 and last["coverage"] > 0.5
+
+
+def test_distilling_refreshes_the_summaries_the_rule_and_members_feed(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(settings=Settings(distill_similarity=0.6))
+    for t in EMAILS:
+        mem.add_learning(t, kind="observation", tool="send_email")
+    [rule] = mem.distill().created
+    text = mem.summary("learning:tool:send_email").text
+    assert rule.content in text and text.count("too long") == 1  # the members' bullets are gone
