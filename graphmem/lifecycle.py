@@ -28,6 +28,9 @@
    reinforcement (validation or application) after ``confidence_decay_grace_days``; pinned and
    disabled learnings do not decay; decay never compounds (``Learning.decayed_at``).
 
+6. **Prompt A/B tests** (seed 004): decided by :meth:`graphmem.prompts.PromptService.decide`.
+7. **Distillation** (seed 004): clusters of similar episodes become rules (:mod:`graphmem.distill`).
+
 Every status/tier change goes through ``Memory._apply_changes``: version + 1 and a Transition.
 """
 
@@ -333,7 +336,8 @@ def _decay(mem: Memory, learnings: dict[str, Learning], now: datetime, report: C
 
 
 def run_cycle(mem: Memory) -> CycleReport:
-    """Run windows, hypotheses, pruning, tiers and decay once for the Memory's user."""
+    """Run windows, hypotheses, pruning, tiers, decay, prompt A/B tests and distillation once
+    for the Memory's user."""
     now = mem.now()
     report = CycleReport(started_at=now)
     _windows(mem, report)

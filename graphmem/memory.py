@@ -423,7 +423,8 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
 
     def run_cycle(self) -> CycleReport:
         """Run the lifecycle once: windows and status transitions, hypothesis → belief,
-        TTL pruning, tiers and confidence decay. Returns what changed (CycleReport)."""
+        TTL pruning, tiers, confidence decay, prompt A/B tests and distillation. Returns what
+        changed (CycleReport)."""
         from graphmem import lifecycle
 
         return lifecycle.run_cycle(self)
