@@ -295,7 +295,10 @@ class PromptService:
     def credit(self, context_id: str, verdict: str) -> list[str]:
         """Credit the verdict (accepted | rejected | neutral) of a context's outcome to the prompt
         versions served in it; returns their ids. One transaction."""
-        s, now, credited = self.settings, self.now(), []
+        s, now = self.settings, self.now()
+        credited: list[str] = []
+        if not self.store.uncredited_serves(context_id):  # the common case: no prompt served there
+            return credited
         with self.store.transaction():
             for lid in self.store.uncredited_serves(context_id):
                 l = self.store.get_learning(lid)
