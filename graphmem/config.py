@@ -193,6 +193,18 @@ class Settings(BaseModel):
     demote_min_age_days: int = 7
     promote_match_overlap: float = 0.5
 
+    # --- prompt versions and A/B tests (seed 004; graphmem/prompts.py) ---------------------
+    prompt_ab_allocation: float = 0.5  # share of sessions served the candidate while it is tested
+    prompt_ab_min_trials: int = 50  # outcomes each arm needs before the test may decide
+    prompt_ab_max_trials: int = 300  # both arms this far without a decision: the candidate is dropped
+    prompt_ab_confidence: float = 0.99  # posterior P(better) needed (0.95 promoted equal pairs 10-14 %)
+    prompt_initial_confidence: float = 0.7  # seed 004: a new (reflected) prompt version
+
+    # --- distillation (seed 004; graphmem/distill.py) --------------------------------------
+    distill_similarity: float = 0.5  # cosine to a cluster centroid to join it (MiniLM; benchmarks/distill.py)
+    distill_min_size: int = 3  # members a cluster needs to become a rule
+    distill_confidence: float = 0.85  # seed 004: distilled rules 0.8-0.9
+
     # --- summaries (seed 001) ------------------------------------------------------------
     summary_thresholds: dict[str, int] = Field(default_factory=_summary_thresholds)
     summary_refresh: str = "inline"  # "inline" (after a write crosses a threshold) or "background"
@@ -301,6 +313,9 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "server_max_body_bytes": _POSITIVE, "server_write_queue": _POSITIVE, "server_retry_after_s": _COUNT,
     "cypher_timeout_ms": _POSITIVE, "cypher_max_rows": _POSITIVE, "server_refresh_interval_s": _COUNT,
     "server_cycle_interval_s": _COUNT,
+    "prompt_ab_allocation": _UNIT, "prompt_ab_min_trials": _COUNT, "prompt_ab_max_trials": _POSITIVE,
+    "prompt_ab_confidence": _UNIT, "prompt_initial_confidence": _UNIT,
+    "distill_similarity": _UNIT, "distill_min_size": _POSITIVE, "distill_confidence": _UNIT,
 }
 """The allowed range of every numeric setting; a numeric setting missing here must only be finite
 (tests/test_input_validation.py checks that every numeric setting is listed)."""

@@ -28,6 +28,9 @@
    reinforcement (validation or application) after ``confidence_decay_grace_days``; pinned and
    disabled learnings do not decay; decay never compounds (``Learning.decayed_at``).
 
+6. **Prompt A/B tests** (seed 004): decided by :meth:`graphmem.prompts.PromptService.decide`.
+7. **Distillation** (seed 004): clusters of similar episodes become rules (:mod:`graphmem.distill`).
+
 Every status/tier change goes through ``Memory._apply_changes``: version + 1 and a Transition.
 """
 
@@ -96,18 +99,20 @@ class CycleReport(BaseModel):
     pruned: list[Change] = Field(default_factory=list)
     tier_changes: list[Change] = Field(default_factory=list)
     decayed: list[Change] = Field(default_factory=list)
+    prompts: list[Change] = Field(default_factory=list)  # A/B tests decided (graphmem/prompts.py)
+    distilled: list[Change] = Field(default_factory=list)  # rules distilled (graphmem/distill.py)
     warnings: list[str] = Field(default_factory=list)
 
     @property
     def changed(self) -> int:
         """How many changes the cycle made."""
         return sum(len(x) for x in (self.transitions, self.beliefs, self.invalidated, self.pruned,
-                                    self.tier_changes, self.decayed))
+                                    self.tier_changes, self.decayed, self.prompts, self.distilled))
 
     def rows(self) -> list[dict[str, Any]]:
         """Every change as a table row (section, learning, field, old, new, reason)."""
         out = []
-        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed"):
+        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled"):
             for c in getattr(self, section):
                 out.append({"section": section, "learning": c.learning_id[:8], "field": c.field,
                             "old": c.old, "new": c.new, "reason": c.reason})
@@ -331,7 +336,8 @@ def _decay(mem: Memory, learnings: dict[str, Learning], now: datetime, report: C
 
 
 def run_cycle(mem: Memory) -> CycleReport:
-    """Run windows, hypotheses, pruning, tiers and decay once for the Memory's user."""
+    """Run windows, hypotheses, pruning, tiers, decay, prompt A/B tests and distillation once
+    for the Memory's user."""
     now = mem.now()
     report = CycleReport(started_at=now)
     _windows(mem, report)
@@ -341,7 +347,21 @@ def run_cycle(mem: Memory) -> CycleReport:
     _prune(mem, learnings, now, report)
     _tiers(mem, learnings, now, report)
     _decay(mem, learnings, now, report)
+    _prompt_tests(mem, report)
+    for rule in mem.distill().rules:  # graphmem/distill.py
+        report.distilled.append(Change(learning_id=rule.rule_id, field="members", old=str(len(rule.members) - len(rule.new_members)),
+                                       new=str(len(rule.members)), reason=("created: " if rule.created else "extended: ") + rule.content[:120]))
     return report
+
+
+def _prompt_tests(mem: Memory, report: CycleReport) -> None:
+    """Decide the prompt A/B tests that can be decided (graphmem/prompts.py)."""
+    for t in mem._prompt_service().decide():
+        assert t.candidate is not None and t.active is not None
+        winner = t.candidate if t.decision == "promote" else t.active
+        loser = t.active if t.decision == "promote" else t.candidate
+        report.prompts.append(Change(learning_id=loser.id, field="prompt_state", old=loser.state, new="deprecated",
+                                     reason=f"{t.decision}: {winner.label} over {loser.label}; {t.reason}"))
 
 
 __all__ = [

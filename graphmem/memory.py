@@ -49,6 +49,7 @@ from graphmem.learn.facts import FactRecord  # facts about the user
 from graphmem.learn.judges import TraceResult, TrainReport  # learning (issue 3)
 from graphmem.learn.reflection import ReflectionRecord  # learning (issue 3)
 from graphmem.lifecycle import CycleReport  # outcomes and lifecycle (issue 6)
+from graphmem.memory_evolve import EvolveAPI  # prompt versions, distillation
 from graphmem.memory_learnings import LearningsAPI
 from graphmem.memory_retrieval import RetrievalAPI
 from graphmem.models import (
@@ -77,7 +78,7 @@ _UPDATABLE = {
 }
 
 
-class Memory(LearningsAPI, RetrievalAPI):
+class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
     """A graph-native learning memory on one Kùzu file (or in memory when ``path`` is None).
 
     Args:
@@ -414,13 +415,16 @@ class Memory(LearningsAPI, RetrievalAPI):
         """
         from graphmem import outcomes
 
-        return outcomes.record_outcome(self, context_id, success=success, rating=rating, reasons=reasons,
-                                       used=None if used is None else list(used), helpful=list(helpful),
-                                       harmful=list(harmful))
+        report = outcomes.record_outcome(self, context_id, success=success, rating=rating, reasons=reasons,
+                                         used=None if used is None else list(used), helpful=list(helpful),
+                                         harmful=list(harmful))
+        self._credit_prompts(report.context_id, report.verdict)  # the prompt version served there
+        return report
 
     def run_cycle(self) -> CycleReport:
         """Run the lifecycle once: windows and status transitions, hypothesis → belief,
-        TTL pruning, tiers and confidence decay. Returns what changed (CycleReport)."""
+        TTL pruning, tiers, confidence decay, prompt A/B tests and distillation. Returns what
+        changed (CycleReport)."""
         from graphmem import lifecycle
 
         return lifecycle.run_cycle(self)

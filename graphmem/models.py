@@ -23,6 +23,7 @@ SourceType = Literal[
     "offline",
     "online",
     "evolution",
+    "distillation",
 ]
 Sentiment = Literal["positive", "negative", "neutral"]
 Status = Literal["shadow", "candidate", "canary", "active", "disabled"]

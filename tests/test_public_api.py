@@ -44,3 +44,9 @@ def test_supersede_archives_the_older_one_and_links_it(mem: Memory) -> None:
     assert mem.supersede(new.id, old.id).version == 2  # idempotent
     with pytest.raises(InvalidInputError, match="itself"):
         mem.supersede(new.id, new.id)
+
+
+def test_memory_has_the_prompt_version_and_distill_methods() -> None:
+    """The self-improvement surface of Memory (prompt versions with A/B tests, distillation, failures to tests) is pinned."""
+    for name in ("add_prompt", "prompts", "active_prompt", "prompt_for", "prompt_test", "propose_prompt", "distill", "export_tests"):
+        assert callable(getattr(Memory, name)), name

@@ -25,11 +25,14 @@ from graphmem.models import Event, Learning, LearningLinks, Objective
 from graphmem.store.analytics import AnalyticsStore
 from graphmem.store.bulk import BulkStore
 from graphmem.store.catalog import EventCatalog, LearningCatalog
+from graphmem.store.distill import DistillStore
 from graphmem.store.events import EventStore
 from graphmem.store.facts import FactStore
 from graphmem.store.forget import ForgetStore
 from graphmem.store.learnings import LearningStore
 from graphmem.store.loop import LoopStore
+from graphmem.store.prompts import PromptStore
+from graphmem.store.regression import RegressionStore
 from graphmem.store.retrieval import RetrievalStore
 from graphmem.store.search import SearchStore
 from graphmem.store.summaries import SummaryStore
@@ -65,7 +68,7 @@ class GraphStore(Protocol):
 
 
 class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore,
-                     ForgetStore, FactStore):
+                     ForgetStore, FactStore, PromptStore, DistillStore, RegressionStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(
