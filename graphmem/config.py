@@ -122,7 +122,7 @@ class Settings(BaseModel):
     search_weight_feedback: float = 0.0  # second hop in embedding space: events like the best hits
     # the search_* weights above and below were fitted by benchmarks/locomo_tune.py on LoCoMo conversations 0-4
     search_weight_stripped: float = 0.75  # share of the query's cosine taken without its anchored entity names
-    search_weight_session: float = 0.2  # events of sessions whose centroid is close to the query
+    search_weight_session: float = 0.0  # events of sessions whose centroid is close to the query (off: see README)
     search_session_decay: float = 1.0  # each further hit from one session counts this much less (1: off)
 
     # --- curation (seed 002 curator, DESIGN.md) ------------------------------------------

@@ -63,6 +63,24 @@ def test_stripped_query_cosine_replaces_the_full_one_at_weight_one(tmp_path) -> 
     assert blended and blended != plain_full
 
 
+def test_session_relevance_lifts_the_turns_of_the_matching_session(tmp_path) -> None:
+    when = datetime(2023, 5, 8, tzinfo=UTC)
+    items = []
+    for session, words in (("s1", "pottery clay kiln glaze"), ("s2", "weather rain wind cloud")):
+        for i, word in enumerate(words.split()):
+            items.append({"kind": "message", "content": f"we talked about {word} today", "role": "Ann",
+                          "session_id": session, "created_at": when + timedelta(minutes=i)})
+    with _mem(tmp_path, **_VECTOR_ONLY, search_weight_session=0.0) as mem:
+        mem.record_events(items)
+        off = {h.node.content: h.score for h in mem.search("pottery clay kiln", over="events", k=8)}
+        mem.settings = mem.settings.model_copy(update={"search_weight_session": 0.5})
+        on = {h.node.content: h.score for h in mem.search("pottery clay kiln", over="events", k=8)}
+    glaze, rain = "we talked about glaze today", "we talked about rain today"
+    # the turn the query does not name, in the pottery session, gains; the weather turn does not
+    assert on.get(glaze, 0.0) > off.get(glaze, 0.0)
+    assert on.get(rain, 0.0) == off.get(rain, 0.0)
+
+
 def _write_locomo(path, n: int) -> None:
     samples = []
     for c in range(n):
