@@ -17,8 +17,11 @@ ranking itself is measured), ids map back to keys, and P@5, R@10, nDCG@10, MRR (
 and noise@10 (learnings ``benchmarks.dataset.noise_keys`` says the user must never see) are
 computed per query, then averaged per query kind and overall. In the same run, with the same
 file, five variants (only ``Settings`` changes): hybrid (defaults), vector only, full-text only,
-graph only (a zero weight drops that signal's list from the fusion), and hybrid without the
-quality prior (relevance alone orders the fused candidates).
+graph only (a zero weight drops that signal's list from the fusion), hybrid without the
+quality prior (relevance alone orders the fused candidates), hybrid with the earlier equal list
+weights, and hybrid with the full-text weight at 0. The list weights were chosen on the
+even-numbered queries; a last table gives P@5 and nDCG@10 on that tuning half and on the
+held-out odd-numbered queries.
 
 ``--check`` is the regression guard (:mod:`benchmarks.guard`): it appends the hybrid P@5 and
 noise to ``benchmarks/results/history.jsonl`` and exits 1 under the floor, on a drop from the
