@@ -17,8 +17,11 @@ ranking itself is measured), ids map back to keys, and P@5, R@10, nDCG@10, MRR (
 and noise@10 (learnings ``benchmarks.dataset.noise_keys`` says the user must never see) are
 computed per query, then averaged per query kind and overall. In the same run, with the same
 file, five variants (only ``Settings`` changes): hybrid (defaults), vector only, full-text only,
-graph only (a zero weight drops that signal's list from the fusion), and hybrid without the
-quality prior (relevance alone orders the fused candidates).
+graph only (a zero weight drops that signal's list from the fusion), hybrid without the
+quality prior (relevance alone orders the fused candidates), hybrid with the earlier equal list
+weights, and hybrid with the full-text weight at 0. The list weights were chosen on the
+even-numbered queries; a last table gives P@5 and nDCG@10 on that tuning half and on the
+held-out odd-numbered queries.
 
 ``--check`` is the regression guard (:mod:`benchmarks.guard`): it appends the hybrid P@5 and
 noise to ``benchmarks/results/history.jsonl`` and exits 1 under the floor, on a drop from the
@@ -58,6 +61,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "full-text only": {"weight_vector": 0.0, "weight_graph": 0.0},
     "graph only": {"weight_vector": 0.0, "weight_fulltext": 0.0},
     "hybrid, no quality prior": {"quality_prior_enabled": False},
+    "hybrid, equal list weights (earlier default)": {"weight_fulltext": 1.0, "weight_graph": 1.0},
+    "hybrid, full-text weight 0": {"weight_fulltext": 0.0},
 }
 METRICS = ("p@5", "r@10", "ndcg@10", "mrr", "noise")
 
@@ -247,6 +252,21 @@ def print_tables(result: Mapping[str, Any], console: Any) -> None:
         o = v["overall"]
         summary.add_row(name, *[_fmt(o.get(m), o.get("noise_total") if m == "noise" else None) for m in METRICS])
     console.print(summary)
+    halves = Table(title="split: the fusion weights were chosen on the even-numbered queries (1st, 3rd, ...); "
+                         "the odd-numbered ones are held out")
+    halves.add_column("variant")
+    for half in ("tuning", "held-out"):
+        for m in ("p@5", "ndcg@10"):
+            halves.add_column(f"{m} {half}", justify="right")
+    for name, v in result["variants"].items():
+        cells = []
+        for parity in (0, 1):
+            rows = [r for i, r in enumerate(v["queries"]) if i % 2 == parity]
+            for m in ("p@5", "ndcg@10"):
+                vals = [r[m] for r in rows if r[m] is not None]
+                cells.append(_fmt(sum(vals) / len(vals) if vals else None))
+        halves.add_row(name, *cells)
+    console.print(halves)
     for name, v in result["variants"].items():
         for f in v["noise_findings"]:
             console.print(f"[red]NOISE[/red] {name}: {f['query']} ({f['user']}) returned {f['key']}: "

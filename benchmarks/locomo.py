@@ -13,9 +13,11 @@ role=speaker, entities=[speaker], session_id=..., created_at=session date, metad
 ``--no-captions`` leaves it out). Each question is asked with ``search(question, over="events",
 k=25)``; hits map back to ``dia_id`` through their metadata.
 
-Split: the default weights of the multi-hop signals were chosen on conversations 0-4 only (the
-tuning half); the report gives every ranking's R@10 on that half and on conversations 5-9 (the
-held-out half) separately, so the held-out figures are untouched by the tuning.
+Split: the default ``search_*`` weights were fitted on conversations 0-4 only (the tuning half,
+by ``python -m benchmarks.locomo_tune --tune 0-4 --report 5-9``); the report gives every
+ranking's R@10 on that half and on conversations 5-9 (the held-out half) separately, so the
+held-out figures are untouched by the tuning. ``--conversations 5-9`` runs one half only, and
+``--embed-cache FILE`` keeps the MiniLM embeddings across runs (ingest timing then excludes them).
 
 Metric: Recall@k of evidence turns, averaged over the questions that have evidence, overall and
 per category, with the original evidence and with the corrected evidence of the LoCoMo audit
@@ -48,7 +50,12 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 
 _DIA = re.compile(r"^D(\d+):(\d+)$")
 
 # the signals the entity extraction added (text mentions, the second hop, session dates)
-_NO_HOP: dict[str, Any] = {"search_weight_mention": 0.0, "search_weight_hop": 0.0, "search_weight_date": 0.0}
+_NO_HOP: dict[str, Any] = {"search_weight_mention": 0.0, "search_weight_hop": 0.0, "search_weight_date": 0.0,
+                           "search_weight_stripped": 0.0, "search_weight_session": 0.0}
+# the defaults before benchmarks/locomo_tune.py fitted them on conversations 0-4
+EARLIER: dict[str, Any] = {"search_weight_entity": 0.3, "search_weight_time": 0.2, "search_weight_neighbour": 0.5,
+                           "search_hop_seeds": 5, "search_weight_date": 0.2, "search_weight_stripped": 0.0,
+                           "search_weight_session": 0.0}
 # name -> Settings changes; "full" is graphmem's default ranking
 CONFIGS: dict[str, dict[str, Any]] = {
     "full": {},
@@ -65,11 +72,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "full - time words": {"search_weight_time": 0.0},
     "full with rrf fusion": {"search_fusion": "rrf"},
     "full - text mentions": {"search_weight_mention": 0.0},
+    "full - query without names": {"search_weight_stripped": 0.0},
+    "full + session relevance": {"search_weight_session": 0.2},
+    "earlier defaults (before the fit)": EARLIER,
     "full - second hop": {"search_weight_hop": 0.0},
     "full - session dates": {"search_weight_date": 0.0},
     "full + embedding feedback": {"search_weight_feedback": 0.2},
     "full + session diversity": {"search_session_decay": 0.8},
-    "without the multi-hop signals": {**_NO_HOP, "search_weight_entity": 0.2},
+    "without the multi-hop signals": {**EARLIER, **_NO_HOP, "search_weight_entity": 0.2},
 }
 BASELINES = ("cosine", "bm25")
 
@@ -135,10 +145,15 @@ class CachingEmbedder:
     """Wraps an embedder and remembers query embeddings in memory (the same questions are asked
     once per configuration). Nothing is written to disk."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, disk: Path | None = None) -> None:
         self.inner = inner
         self.name, self.dim = inner.name, inner.dim
         self._cache: dict[str, np.ndarray] = {}
+        self.disk = disk  # optional .npz of text -> vector kept across runs (an ignored local folder)
+        if disk is not None and disk.exists():
+            with np.load(disk, allow_pickle=False) as data:
+                if str(data["model"]) == self.name:
+                    self._cache = {str(t): v for t, v in zip(data["texts"], data["vectors"])}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
@@ -152,8 +167,18 @@ class CachingEmbedder:
         self.embed(list(texts))
 
     def forget(self) -> None:
-        """Drop cached turn embeddings (keep memory small)."""
-        self._cache.clear()
+        """Drop cached turn embeddings (keep memory small), unless they are kept on disk."""
+        if self.disk is None:
+            self._cache.clear()
+
+    def save(self) -> None:
+        """Write the cache to ``disk`` (when given): the next run skips embedding the same texts."""
+        if self.disk is None or not self._cache:
+            return
+        self.disk.parent.mkdir(parents=True, exist_ok=True)
+        texts = list(self._cache)
+        np.savez(self.disk, model=np.array(self.name), texts=np.array(texts),
+                 vectors=np.stack([self._cache[t] for t in texts]))
 
 
 def recall(ranked: Sequence[str], gold: Sequence[str], k: int) -> float:
@@ -162,7 +187,8 @@ def recall(ranked: Sequence[str], gold: Sequence[str], k: int) -> float:
     return sum(1 for g in gold if g in top) / len(gold)
 
 
-def run(data_dir: Path, *, limit: int | None, captions: bool, configs: Sequence[str]) -> dict[str, Any]:
+def run(data_dir: Path, *, limit: int | None, captions: bool, configs: Sequence[str],
+        embed_cache: Path | None = None, only: Sequence[int] | None = None) -> dict[str, Any]:
     """Ingest, search every question under every configuration, and aggregate recall."""
     from rich.progress import track
 
@@ -172,16 +198,16 @@ def run(data_dir: Path, *, limit: int | None, captions: bool, configs: Sequence[
 
     data = json.loads((data_dir / "locomo10.json").read_text())
     audit = load_audit(data_dir / "locomo_audit_errors.json")
-    if limit:
-        data = data[:limit]
-    embedder = CachingEmbedder(SentenceTransformerEmbedder())
+    chosen = [ci for ci in range(len(data)) if (not limit or ci < limit) and (only is None or ci in only)]
+    embedder = CachingEmbedder(SentenceTransformerEmbedder(), embed_cache)
     base = Settings()
     # per config, per evidence variant: list of (category, {k: recall}, conversation index)
     scores: dict[str, dict[str, list[tuple[int, dict[int, float], int]]]] = {
         c: {"original": [], "audited": []} for c in configs
     }
     timing = {"ingest_s": 0.0, "turns": 0, "search_ms": []}  # type: dict[str, Any]
-    for ci, sample in enumerate(track(data, description="conversations")):
+    for ci in track(chosen, description="conversations"):
+        sample = data[ci]
         items = turn_items(sample, captions=captions)
         t0 = time.perf_counter()
         mem = Memory(None, user=str(sample.get("sample_id", ci)), embedder=embedder)
@@ -205,7 +231,8 @@ def run(data_dir: Path, *, limit: int | None, captions: bool, configs: Sequence[
                     if gold:
                         scores[name][variant].append((cat, {k: recall(ranked, gold, k) for k in KS}, ci))
         mem.close()
-    return {"scores": scores, "timing": timing, "conversations": len(data)}
+    embedder.save()
+    return {"scores": scores, "timing": timing, "conversations": len(chosen), "indices": chosen}
 
 
 def aggregate(rows: list[tuple[int, dict[int, float], int]]) -> dict[str, Any]:
@@ -234,7 +261,7 @@ def report(result: dict[str, Any], json_out: Path | None, png_out: Path | None) 
     halves = {"tuning half (conversations 0-4)": range(0, 5), "held-out half (conversations 5-9)": range(5, 10)}
     split = {
         half: {name: aggregate([r for r in by["original"] if r[2] in convs]) for name, by in result["scores"].items()}
-        for half, convs in halves.items() if n_conv > convs.start
+        for half, convs in halves.items() if any(ci in convs for ci in result.get("indices", range(n_conv)))
     }
     table = Table(title=f"LoCoMo evidence recall (%), {result['conversations']} conversations, search(over='events')")
     table.add_column("ranking")
@@ -314,6 +341,17 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def parse_indices(text: str | None) -> list[int] | None:
+    """'0-4' / '0,3,5-6' as a list of indices; None for None."""
+    if not text:
+        return None
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
     ap = argparse.ArgumentParser(prog="python -m benchmarks.locomo", description=__doc__.split("\n\n")[0])
@@ -322,8 +360,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="folder holding locomo10.json (default: $GRAPHMEM_LOCOMO_DATA, else ../shared/benchdata/locomo)",
     )
     ap.add_argument("--limit-conversations", type=int, default=None)
+    ap.add_argument("--conversations", default=None,
+                    help="only these conversation indices, e.g. 0-4 (the tuning half) or 5-9 or 0,3")
     ap.add_argument("--json-out", type=Path, default=REPO / "benchmarks" / "results" / "locomo.json")
     ap.add_argument("--png-out", type=Path, default=REPO / "benchmarks" / "results" / "locomo.png")
+    ap.add_argument("--embed-cache", type=Path, default=None,
+                    help="keep MiniLM embeddings of turns and questions in this .npz across runs "
+                         "(e.g. benchmarks/results/local/locomo_embeddings.npz; ingest timing then excludes embedding)")
     ap.add_argument("--no-captions", action="store_true", help="leave shared images' captions out of the turns")
     ap.add_argument("--configs", default=";".join(CONFIGS), help="semicolon-separated subset of: " + ", ".join(CONFIGS))
     args = ap.parse_args(argv)
@@ -336,7 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         print(f"unknown config(s) {unknown}; choose from {list(CONFIGS)}", file=sys.stderr)
         return 2
-    result = run(args.data, limit=args.limit_conversations, captions=not args.no_captions, configs=configs)
+    result = run(args.data, limit=args.limit_conversations, captions=not args.no_captions, configs=configs,
+                 embed_cache=args.embed_cache, only=parse_indices(args.conversations))
     report(result, args.json_out, args.png_out)
     return 0
 

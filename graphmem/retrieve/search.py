@@ -20,7 +20,15 @@ The events ranking is hybrid, over the calling user's events only:
    (``search_weight_hop``); optionally also events close in embedding space to the best hits
    (``search_weight_feedback``, off by default: no gain on LoCoMo);
 8. **session dates**: a question naming a month or year (``in May 2023``) lifts events from
-   sessions dated in that period (``search_weight_date``).
+   sessions dated in that period (``search_weight_date``);
+9. **query without names**: when the query names entities the events know (a speaker), the
+   cosine is blended with the cosine of the query with those names removed
+   (``search_weight_stripped``), so the embedding matches what is asked about that person;
+10. **session relevance** (off by default: no gain on LoCoMo): each event gets the z-scored cosine
+    of the query to its session's centroid (``search_weight_session``).
+
+:meth:`EventSearch.signals` computes every signal once and :meth:`EventSearch.rank` applies the
+weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing the signals.
 
 Vector and fulltext are fused first (``Settings.search_fusion``: reciprocal-rank fusion, or a
 score fusion of the z-scored cosine and max-normalised BM25), the fused score is scaled to
@@ -95,6 +103,15 @@ def named_entities(query: str, known: list[str]) -> list[str]:
         if n and re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", low):
             found.append(name)
     return found
+
+
+def strip_names(query: str, names: Sequence[str]) -> str:
+    """``query`` without the given entity names (and their possessive ``'s``), spaces collapsed."""
+    out = query
+    for name in sorted(names, key=len, reverse=True):
+        if name:
+            out = re.sub(r"(?<![\w])" + re.escape(name) + r"(?:['’]s?)?(?![\w])", " ", out, flags=re.IGNORECASE)
+    return " ".join(out.split())
 
 
 def _idf(df: int, n: int) -> float:
@@ -177,6 +194,23 @@ def _time_flags(layout: EventLayout) -> np.ndarray:
     return flags  # type: ignore[no-any-return]
 
 
+def _session_centroids(layout: EventLayout, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unit mean vector of each session's events, and each position's session index (-1 for
+    events without a session); cached on the layout."""
+    cached = layout.derived.get("session_centroids")
+    if cached is None:
+        names: dict[str, int] = {}
+        member = np.array([names.setdefault(x, len(names)) if x else -1 for x in layout.session], dtype=np.int64)
+        vectors = matrix[layout.rows]
+        centroids = np.zeros((max(len(names), 1), vectors.shape[1]), dtype=np.float32)
+        ok = member >= 0
+        np.add.at(centroids, member[ok], vectors[ok])
+        norms = np.linalg.norm(centroids, axis=1, keepdims=True)
+        cached = (centroids / np.where(norms > 0, norms, 1.0), member)
+        layout.derived["session_centroids"] = cached
+    return cached  # type: ignore[no-any-return]
+
+
 def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
     """1-based rank of each entry by descending score; +inf where not present."""
     ranks = np.full(scores.shape[0], np.inf)
@@ -200,6 +234,8 @@ class _Signals:
     mention: np.ndarray
     date: np.ndarray
     hop_via: dict[int, str] | None = None
+    stripped: np.ndarray | None = None  # cosine to the query without its anchored entity names
+    session_sim: np.ndarray | None = None  # cosine of the query to the event's session centroid
 
 
 class EventSearch:
@@ -223,42 +259,16 @@ class EventSearch:
         entities: tuple[str, ...] = (),
     ) -> list[Hit]:
         """The top ``k`` of the user's events for ``query`` (may be empty), best first."""
-        store, s = self.store, self.settings
+        store = self.store
         layout = store.event_layout(self.user)
-        n = len(layout.order)
-        if n == 0:
+        if len(layout.order) == 0:
             return []
-        pos = layout.position
-        # --- graph anchors: entities passed and entities the query names ---------------------
         index = _entity_index(store, self.user, layout)
         wanted = query_entities(query, entities, index)
-        entity, mention, entity_names = self._entity_signals(index, wanted, n)
-        tool_hit = np.zeros(n)
-        if tool:
-            for ident in store.events_with_tool(self.user, tool, limit=s.search_entity_cap):
-                p = pos.get(ident)
-                if p is not None:
-                    tool_hit[p] = 1.0
+        sig = self.signals(query, layout, index, wanted, tool)
         if not query:
-            return self._anchor_only(layout.order, entity + mention + tool_hit, entity_names, tool, k)
-        # --- vector and full-text ------------------------------------------------------------
-        q = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
-        norm = float(np.linalg.norm(q))
-        dense = store.event_catalog.vectors.matrix[layout.rows] @ (q / norm if norm else q)
-        bm25 = np.zeros(n)
-        catalog = store.event_catalog  # in-memory BM25 over the user's own events (not Kùzu's FTS)
-        for row, score in catalog.lexical.search(query, self.user, s.search_candidates, k1=s.bm25_k1, b=s.bm25_b):
-            p = pos.get(catalog.vectors.ids[row])
-            if p is not None:
-                bm25[p] = score
-        temporal = _time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
-        sig = _Signals(dense.astype(np.float64), bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
-                       mention, _date_match(query, layout))
-        final, parts = self._score(sig, layout.neighbour_index(s.search_neighbour_window))
-        hop, via = self._second_hop(final, index, wanted, layout)
-        final = final + s.search_weight_hop * hop + s.search_weight_feedback * self._feedback(final, layout)
-        parts["hop"], sig.hop_via = hop, via
-        top = _diverse_top(final, layout.session, k, s.search_session_decay)
+            return self._anchor_only(layout.order, sig.entity + sig.mention + sig.tool, sig.entity_names, tool, k)
+        top, final, parts = self.rank(sig, layout, index, wanted, k)
         ids = [layout.order[i] for i in top]
         events = store.events_by_ids(ids)
         hits = []
@@ -268,20 +278,85 @@ class EventSearch:
                                 reasons=self._reasons(int(i), sig, parts, tool)))
         return hits
 
+    def signals(
+        self, query: str, layout: EventLayout, index: EntityIndex, wanted: list[str], tool: str | None = None
+    ) -> _Signals:
+        """Every per-event signal for ``query`` (the weights are applied later by :meth:`rank`,
+        so a tuner can reuse the signals under many settings)."""
+        store, s = self.store, self.settings
+        n = len(layout.order)
+        pos = layout.position
+        entity, mention, entity_names = self._entity_signals(index, wanted, n)
+        tool_hit = np.zeros(n)
+        if tool:
+            for ident in store.events_with_tool(self.user, tool, limit=s.search_entity_cap):
+                p = pos.get(ident)
+                if p is not None:
+                    tool_hit[p] = 1.0
+        zeros = np.zeros(n)
+        if not query:
+            return _Signals(zeros, zeros, entity, tool_hit, zeros, entity_names, mention, zeros)
+        dense, stripped, session_sim = self._dense(
+            query, strip_names(query, [index.names.get(k, k) for k in wanted]), layout)
+        bm25 = np.zeros(n)
+        catalog = store.event_catalog  # in-memory BM25 over the user's own events (not Kùzu's FTS)
+        for row, score in catalog.lexical.search(query, self.user, s.search_candidates, k1=s.bm25_k1, b=s.bm25_b):
+            p = pos.get(catalog.vectors.ids[row])
+            if p is not None:
+                bm25[p] = score
+        temporal = _time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
+        return _Signals(dense, bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
+                        mention, _date_match(query, layout), stripped=stripped, session_sim=session_sim)
+
+    def rank(
+        self, sig: _Signals, layout: EventLayout, index: EntityIndex, wanted: list[str], k: int
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """The ``k`` best layout positions under the current settings, the final scores and
+        their parts (fusion, bonuses, neighbours, second hop)."""
+        s = self.settings
+        final, parts = self._score(sig, layout.neighbour_index(s.search_neighbour_window))
+        hop, via = self._second_hop(final, index, wanted, layout)
+        final = final + s.search_weight_hop * hop + s.search_weight_feedback * self._feedback(final, layout)
+        parts["hop"], sig.hop_via = hop, via
+        return _diverse_top(final, layout.session, k, s.search_session_decay), final, parts
+
+    def _dense(
+        self, query: str, stripped: str, layout: EventLayout
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Cosine of every event to the query, and (when ``search_weight_stripped`` > 0 and the
+        query names anchored entities) to the query without those names: the graph signals
+        already cover the names, the rest is what the question asks about."""
+        a = self.settings.search_weight_stripped
+        texts = [query, stripped] if a > 0 and stripped and stripped != query else [query]
+        # one text per call: the bundled embedder's single-text path is several times faster
+        # than its batch path for a handful of texts on a busy CPU (measured; see README)
+        vecs = np.vstack([np.asarray(self.embedder.embed([t]), dtype=np.float32) for t in texts])
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        unit = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+        sims = (self.store.event_catalog.vectors.matrix[layout.rows] @ unit.T).astype(np.float64)
+        session_sim = None
+        if self.settings.search_weight_session > 0:
+            centroids, member = _session_centroids(layout, self.store.event_catalog.vectors.matrix)
+            session_sim = np.where(member >= 0, (centroids @ unit[0]).astype(np.float64)[np.maximum(member, 0)], 0.0)
+        return sims[:, 0], (sims[:, 1] if sims.shape[1] > 1 else None), session_sim
+
     # --- scoring ----------------------------------------------------------------------------
     def _score(self, sig: _Signals, neighbours: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Fused base score scaled to [0, 1] plus bonuses; returns (final, parts)."""
         s = self.settings
         n = sig.dense.shape[0]
         cand = s.search_candidates
-        dense_rank = _ranks(sig.dense, np.ones(n, dtype=bool))
+        dense = sig.dense
+        if sig.stripped is not None and s.search_weight_stripped > 0:
+            dense = (1.0 - s.search_weight_stripped) * sig.dense + s.search_weight_stripped * sig.stripped
+        dense_rank = _ranks(dense, np.ones(n, dtype=bool))
         bm_rank = _ranks(sig.bm25, sig.bm25 > 0)
         if s.search_fusion == "rrf":
             v = np.where(dense_rank <= cand, 1.0 / (s.rrf_k + dense_rank), 0.0)
             t = np.where(np.isfinite(bm_rank), 1.0 / (s.rrf_k + bm_rank), 0.0)
         else:  # "score": z-scored cosine (clipped at 0) and max-normalised BM25
-            std = float(sig.dense.std()) or 1.0
-            v = np.clip((sig.dense - float(sig.dense.mean())) / std, 0.0, None) / 4.0
+            std = float(dense.std()) or 1.0
+            v = np.clip((dense - float(dense.mean())) / std, 0.0, None) / 4.0
             top = float(sig.bm25.max())
             t = sig.bm25 / top if top > 0 else np.zeros(n)
         base = s.search_weight_vector * v + s.search_weight_fulltext * t
@@ -290,6 +365,10 @@ class EventSearch:
             base = base / peak
         graph = (s.search_weight_entity * sig.entity + s.search_weight_mention * sig.mention
                  + s.search_weight_tool * sig.tool)
+        if sig.session_sim is not None and s.search_weight_session > 0:
+            sim = sig.session_sim
+            std = float(sim.std()) or 1.0
+            graph = graph + s.search_weight_session * np.clip((sim - float(sim.mean())) / std, 0.0, None) / 4.0
         time = s.search_weight_time * sig.temporal + s.search_weight_date * sig.date
         own = base + graph + time
         # session neighbours: best same-session neighbour's base score, decayed by distance
