@@ -1,0 +1,107 @@
+"""Credit by rank, per-learning credit in the lifecycle windows, and reflector tags as credit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from graphmem import Memory, Settings
+from graphmem.lifecycle import evaluate_window, outcome_quality
+from graphmem.models import Learning, new_id
+from graphmem.outcomes import rank_shares
+
+SMALL = Settings(window_min_samples=3, window_size=10)
+
+
+def show(mem: Memory, learnings: Sequence[Learning], query: str = "email Dana about the renewal") -> str:
+    """Record a context that showed ``learnings`` in this order (as Memory.context() does); its id."""
+    app_id = new_id()
+    mem.store.record_application(
+        application_id=app_id, user_id=mem.user, query=query, tool="send_email", created_at=mem.now(),
+        reasons=[], shown=[(l.id, i + 1, 1.0, []) for i, l in enumerate(learnings)],
+    )
+    return app_id
+
+
+def five(mem: Memory) -> list[Learning]:
+    return [mem.add_learning(f"Email rule number {i}: {w}", tool="send_email")
+            for i, w in enumerate(["bullets", "short", "sign off", "cc finance", "no emoji"], start=1)]
+
+
+@pytest.fixture
+def m(make_memory: Callable[..., Memory], clock: Callable[[], object]) -> Memory:
+    return make_memory(settings=SMALL, clock=clock, path=None)
+
+
+def test_rank_shares_are_one_over_rank_normalised() -> None:
+    shares = rank_shares(4)
+    h = 1 + 1 / 2 + 1 / 3 + 1 / 4
+    assert shares == pytest.approx([1 / h, 1 / (2 * h), 1 / (3 * h), 1 / (4 * h)])
+    assert sum(rank_shares(7, 2.0)) == pytest.approx(1.0)
+    assert rank_shares(3, 0.0) == pytest.approx([1 / 3] * 3)  # power 0: an equal split
+
+
+def test_without_used_the_outcome_is_shared_by_rank_not_given_in_full(m: Memory) -> None:
+    ls = five(m)
+    report = m.record_outcome(show(m, ls), success=True)
+    shares = rank_shares(5)
+    counted = [i for i, w in enumerate(shares) if w >= SMALL.credit_min_share]
+    assert counted == [0, 1]  # 0.44, 0.22 | 0.15, 0.11, 0.09
+    assert set(report.learning_ids) == {ls[i].id for i in counted}
+    for i, l in enumerate(ls):
+        got = m.get_learning(l.id)
+        if i in counted:
+            assert (got.helpful, got.times_applied) == (1, 1)
+            assert got.score == pytest.approx(0.5 + SMALL.accept_score_delta * shares[i])
+        else:
+            assert got.model_dump() == l.model_dump()  # untouched
+    # the windows count the outcome only for the credited learnings
+    assert len(m.store.outcome_window(ls[0].id, 10)) == 1
+    assert m.store.outcome_window(ls[4].id, 10) == []
+    # a failure blames by rank the same way: the top learning loses the most score
+    report = m.record_outcome(show(m, ls[::-1]), success=False)
+    assert report.shares[ls[4].id] > report.shares[ls[3].id] and ls[0].id not in report.shares
+
+
+def test_min_share_zero_and_power_zero_credit_every_learning_equally(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(settings=Settings(credit_min_share=0.0, credit_rank_power=0.0), path=None)
+    ls = five(mem)
+    report = mem.record_outcome(show(mem, ls), success=True)
+    assert report.shares == pytest.approx({l.id: 0.2 for l in ls})
+    assert all(mem.get_learning(l.id).helpful == 1 for l in ls)
+
+
+def test_used_feeds_the_windows_of_the_used_learning_only(m: Memory) -> None:
+    a, b, c, *_ = five(m)
+    for _ in range(3):
+        m.record_outcome(show(m, [a, b, c]), success=False, used=[b.id])
+    assert m.store.outcome_window(a.id, 10) == [] and m.store.outcome_window(c.id, 10) == []
+    window = m.store.outcome_window(b.id, 10)
+    assert len(window) == 3 and evaluate_window(window, SMALL).verdict == "fail"
+    m.run_cycle()
+    assert m.get_learning(b.id).fail_streak == 1
+    assert m.get_learning(a.id).fail_streak == 0 and m.get_learning(c.id).fail_streak == 0
+
+
+def test_a_tag_against_the_outcome_counts_as_the_tag_in_the_window(m: Memory) -> None:
+    a, b, *_ = five(m)
+    for _ in range(3):
+        m.record_outcome(show(m, [a, b]), success=True, used=[a.id], harmful=[b.id])
+    good, bad = m.store.outcome_window(a.id, 10), m.store.outcome_window(b.id, 10)
+    assert [outcome_quality(o) for o in good] == [1.0] * 3
+    assert [outcome_quality(o) for o in bad] == [0.0] * 3
+    assert evaluate_window(bad, SMALL).verdict == "fail" and evaluate_window(good, SMALL).verdict == "pass"
+
+
+def test_an_explicit_outcome_undoes_the_implicit_rank_shares_it_replaces(m: Memory, clock: object) -> None:
+    ls = five(m)
+    ctx = show(m, ls)
+    m.record_event("tool_result", "sent", tool="send_email", success=True)  # implicit: shared by rank
+    assert [m.get_learning(l.id).helpful for l in ls] == [1, 1, 0, 0, 0]
+    report = m.record_outcome(ctx, success=False, used=[ls[3].id])
+    assert report.replaced_implicit
+    after = [m.get_learning(l.id) for l in ls]
+    assert [(x.helpful, x.harmful) for x in after] == [(0, 0), (0, 0), (0, 0), (0, 1), (0, 0)]
+    assert after[0].score == pytest.approx(0.5) and after[1].confidence == pytest.approx(0.5)
+    assert m.store.outcome_window(ls[0].id, 10) == [] and len(m.store.outcome_window(ls[3].id, 10)) == 1
