@@ -105,3 +105,57 @@ def test_an_explicit_outcome_undoes_the_implicit_rank_shares_it_replaces(m: Memo
     assert [(x.helpful, x.harmful) for x in after] == [(0, 0), (0, 0), (0, 0), (0, 1), (0, 0)]
     assert after[0].score == pytest.approx(0.5) and after[1].confidence == pytest.approx(0.5)
     assert m.store.outcome_window(ls[0].id, 10) == [] and len(m.store.outcome_window(ls[3].id, 10)) == 1
+
+
+# --- the reflector tags which shown learnings helped or hurt --------------------------------------
+
+
+def _email_rules(mem: Memory) -> tuple[Learning, Learning]:
+    a = mem.add_learning("Use bullet points in emails to Dana", tool="send_email", entities=["Dana"])
+    b = mem.add_learning("Mention the invoice number when writing to Dana", tool="send_email", entities=["Dana"])
+    return a, b
+
+
+def test_the_offline_reflector_tags_the_followed_learning_and_credits_only_it(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(path=None)
+    a, b = _email_rules(mem)
+    ctx = mem.context("Email Dana about the renewal", tool="send_email", entities=["Dana"])
+    assert {s.learning.id for s in ctx.learnings} >= {a.id, b.id}
+    record = mem.reflect("Email Dana about the renewal", "Hi Dana,\n- bullet points: renewal is due\n- see you",
+                         success=False, tools_used=["send_email"], context_id=ctx.id)
+    assert record.hurt == [a.id] and record.helped == []
+    assert record.outcome is not None and record.outcome.verdict == "rejected"
+    assert (mem.get_learning(a.id).harmful, mem.get_learning(b.id).harmful) == (1, 0)
+    assert mem.store.outcome_window(b.id, 10) == []  # not followed: not credited, not in its window
+    ctx2 = mem.context("Email Dana about the invoice", tool="send_email", entities=["Dana"])
+    record = mem.reflect("Email Dana about the invoice", "Dana, invoice number 42 is attached, writing to you now.",
+                         success=True, context_id=ctx2.id)
+    assert record.helped == [b.id] and mem.get_learning(b.id).helpful == 1
+    with pytest.raises(Exception, match="already has an outcome"):
+        mem.reflect("again", "again", success=True, context_id=ctx2.id)
+
+
+def test_the_llm_reflector_sees_the_shown_learnings_and_its_tags_become_credit(
+    make_memory: Callable[..., Memory],
+) -> None:
+    from graphmem.llm import AnthropicLLM
+
+    try:
+        from tests.fake_anthropic import FakeAnthropic, tool_use
+    except ImportError:
+        from fake_anthropic import FakeAnthropic, tool_use  # type: ignore[no-redef]
+
+    with FakeAnthropic() as fake:
+        fast = Settings(anthropic_model="claude-test-model", llm_timeout_s=2.0, llm_max_retries=1, llm_backoff_s=0.01)
+        mem = make_memory(llm=AnthropicLLM(fast, api_key="sk-test", base_url=fake.url))
+        a, b = _email_rules(mem)
+        ctx = mem.context("Email Dana about the renewal", tool="send_email", entities=["Dana"])
+        order = [s.learning.id for s in ctx.learnings]
+        fake.push(tool_use({"reflection": "The bullets helped; the invoice rule misled.", "rules": [],
+                            "helped": [order.index(a.id) + 1], "hurt": [order.index(b.id) + 1, 99]}))
+        record = mem.reflect("Email Dana about the renewal", "Hi Dana, - renewal due", success=True,
+                             context_id=ctx.id)
+        [prompt] = [c for r in fake.requests if "LEARNINGS SHOWN" in (c := r.json["messages"][0]["content"])]
+        assert "Use bullet points in emails to Dana" in prompt
+        assert (record.helped, record.hurt) == ([a.id], [b.id])  # 99 names nothing shown: ignored
+        assert (mem.get_learning(a.id).helpful, mem.get_learning(b.id).harmful) == (1, 1)
