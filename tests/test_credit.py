@@ -159,3 +159,33 @@ def test_the_llm_reflector_sees_the_shown_learnings_and_its_tags_become_credit(
         assert "Use bullet points in emails to Dana" in prompt
         assert (record.helped, record.hurt) == ([a.id], [b.id])  # 99 names nothing shown: ignored
         assert (mem.get_learning(a.id).helpful, mem.get_learning(b.id).harmful) == (1, 1)
+
+
+# --- exploration: a learning with few ratings gets a chance to be shown -----------------------------
+
+
+def _rated_and_new(mem: Memory) -> tuple[Learning, Learning]:
+    old = mem.add_learning("Email Dana a short summary of the renewal terms", tool="send_email", entities=["Dana"])
+    for _ in range(4):  # a good record: 4 helpful ratings
+        mem.record_outcome(show(mem, [old]), success=True)
+    new = mem.add_learning("Email Dana a short summary of the renewal terms with dates", tool="send_email",
+                           entities=["Dana"])
+    return old, new
+
+
+def test_a_new_learning_gets_a_chance_with_the_exploration_bonus(make_memory: Callable[..., Memory]) -> None:
+    query = "Email Dana a short summary of the renewal terms"
+    off = make_memory(settings=Settings(exploration_bonus=0.0), path=None)
+    old, new = _rated_and_new(off)
+    ctx = off.context(query, tool="send_email", entities=["Dana"], limit=1)
+    assert [s.learning.id for s in ctx.learnings] == [old.id]  # without exploration the rated one wins
+    assert "exploration" not in ctx.learnings[0].signals
+
+    on = make_memory(settings=Settings(exploration_bonus=1.0, exploration_ratings=5), path=None)
+    old, new = _rated_and_new(on)
+    ctx = on.context(query, tool="send_email", entities=["Dana"], limit=2)
+    by_id = {s.learning.id: s for s in ctx.learnings}
+    assert ctx.learnings[0].learning.id == new.id  # never rated: the full bonus puts it first
+    assert by_id[new.id].signals["exploration"] == pytest.approx(1.0)
+    assert by_id[old.id].signals["exploration"] == pytest.approx(0.2)  # 4 of 5 ratings: a fifth of it
+    assert any(r.startswith("exploration +1.00 (0 ratings)") for r in by_id[new.id].reasons)
