@@ -1,7 +1,8 @@
 """Closed-loop simulation: does graphmem's learning loop raise an agent's success rate?
 
     python -m benchmarks.loop [--episodes 400] [--seed 0] [--seeds 1] [--window 40]
-                              [--exploration B] [--compare-exploration B2]
+                              [--exploration B] [--compare-exploration B2] [--no-used]
+                              [--set NAME=VALUE ...]
                               [--embedder hash|minilm] [--json] [--save]
 
 Results go to benchmarks/results/local/ (ignored); ``--save`` writes benchmarks/results/.
@@ -31,7 +32,9 @@ episodes. Seed 002's three modes:
 Both learning modes run twice, with the quality prior (helpful/harmful counters) on and off
 (``Settings(quality_prior_enabled=False)``); the prior-on runs use ``--exploration`` as
 ``Settings.exploration_bonus`` (default: the Settings default), and ``--compare-exploration B2``
-adds a prior-on run per mode with bonus B2 instead (0: exploration off). Every run sees the same task stream and the same
+adds a prior-on run per mode with bonus B2 instead (0: exploration off). ``--no-used``: the agent
+does not say which learning it acted on (``record_outcome`` without ``used``: credit by rank);
+``--set NAME=VALUE`` overrides any Settings field in every run. Every run sees the same task stream and the same
 feedback noise (one RNG per concern, seeded by ``--seed``) and a simulated clock: the run is
 deterministic given the seed. Output: success rate per window of episodes (a learning curve per
 mode), a table, JSON and a PNG line plot.
@@ -131,6 +134,8 @@ class LoopConfig:
     slots: int = len(SLOTS)  # use the first N slots (tests use fewer)
     exploration: float = Settings().exploration_bonus  # Settings.exploration_bonus of the prior-on runs
     compare_exploration: float | None = None  # add a prior-on run per mode with this bonus instead
+    report_used: bool = True  # the agent names the learning it acted on (used=[id]); else credit by rank
+    overrides: dict[str, Any] = field(default_factory=dict)  # Settings fields for every run
 
 
 @dataclass
@@ -201,7 +206,8 @@ class Simulation:
         self.cfg, self.mode = cfg, mode
         self.now = START
         bonus = cfg.exploration if exploration is None else exploration
-        settings = Settings(quality_prior_enabled=prior, random_seed=cfg.seed, exploration_bonus=bonus)
+        settings = Settings(**{**cfg.overrides, "quality_prior_enabled": prior, "random_seed": cfg.seed,
+                               "exploration_bonus": bonus})
         self.mem = Memory(None, user="owner", embedder=embedder, settings=settings, clock=lambda: self.now)
         self.tags: dict[str, tuple[int, bool]] = {}  # learning id -> (slot, right?)
         self.stats = RunStats(mode=mode, prior=prior, exploration=bonus if prior else 0.0)
@@ -255,7 +261,8 @@ class Simulation:
             self.mem.record_event("tool_call", f"{task}: done ({'as the owner likes' if success else 'not as asked'})",
                                   tool=slot.tool, role="assistant", entities=[slot.entity])
             # the agent says which learning it acted on (none when it guessed)
-            self.mem.record_outcome(ctx.id, success=success != flip, used=[chosen.id] if chosen is not None else [])
+            used = ([chosen.id] if chosen is not None else []) if cfg.report_used else None
+            self.mem.record_outcome(ctx.id, success=success != flip, used=used)
             if not success and corrects:
                 said = slot.wrong if wrong_fix else slot.right
                 st.corrections += 1
@@ -446,6 +453,19 @@ def plot_band(result: dict[str, Any], window: int, path: Path) -> None:
     plt.close(fig)
 
 
+def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` strings as Settings fields, each value parsed as JSON when it can be."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        try:
+            out[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[name.strip()] = value
+    Settings(**out)  # fail early on an unknown name or a bad value
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (1 if an injection became a learning)."""
     from rich.console import Console
@@ -464,6 +484,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="Settings.exploration_bonus of the prior-on runs (0: off)")
     ap.add_argument("--compare-exploration", type=float, default=None, metavar="B2",
                     help="add a prior-on run per mode with exploration bonus B2 (0: off) to compare")
+    ap.add_argument("--no-used", action="store_true",
+                    help="the agent does not say which learning it acted on (credit shared by rank)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a Settings field in every run (repeatable), e.g. credit_min_share=0")
     ap.add_argument("--embedder", choices=["hash", "minilm"], default=d.embedder)
     ap.add_argument("--json", action="store_true", help="print the result as JSON on stdout (tables go to stderr)")
     ap.add_argument("--seeds", type=int, default=1, help="run seeds seed..seed+N-1; report mean ± sd and a band")
@@ -480,7 +504,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = LoopConfig(episodes=args.episodes, seed=args.seed, window=args.window, cycle_every=args.cycle,
                      noise=args.noise, correct=args.correct, wrong=args.wrong, inject=args.inject,
                      embedder=args.embedder, exploration=args.exploration,
-                     compare_exploration=args.compare_exploration)
+                     compare_exploration=args.compare_exploration, report_used=not args.no_used,
+                     overrides=_overrides(args.set))
     console = Console(stderr=args.json)
     with _stdout_to_stderr(args.json):
         t0 = time.perf_counter()

@@ -113,3 +113,12 @@ def test_loop_compares_exploration_and_pairs_the_seeds() -> None:
     assert diff["by_seed"] == expected and diff["mean"] == sum(expected) / 2
     assert "offline + online: prior on, exploration 0.3 − prior on, exploration 0" in result["paired"]
     assert "offline + online − online only (prior on)" in result["paired"]
+
+
+def test_loop_agent_that_names_no_learning_still_learns_by_rank_credit() -> None:
+    cfg = LoopConfig(episodes=16, window=8, cycle_every=0, slots=2, seed=2, report_used=False,
+                     overrides={"credit_min_share": 0.0})
+    result = simulate(cfg, embedder=HashEmbedder())
+    assert result["config"]["report_used"] is False and result["config"]["overrides"] == {"credit_min_share": 0.0}
+    assert all(r["injections_accepted"] == 0 for r in result["runs"])
+    assert any(r["advised"] > 0 for r in result["runs"])
