@@ -1,7 +1,7 @@
 """Closed-loop simulation: does graphmem's learning loop raise an agent's success rate?
 
     python -m benchmarks.loop [--episodes 400] [--seed 0] [--seeds 1] [--window 40]
-                              [--exploration B] [--compare-exploration B2] [--no-used]
+                              [--exploration B] [--compare-exploration B2] [--counters-off] [--no-used]
                               [--set NAME=VALUE ...]
                               [--embedder hash|minilm] [--json] [--save]
 
@@ -32,7 +32,9 @@ episodes. Seed 002's three modes:
 Both learning modes run twice, with the quality prior (helpful/harmful counters) on and off
 (``Settings(quality_prior_enabled=False)``); the prior-on runs use ``--exploration`` as
 ``Settings.exploration_bonus`` (default: the Settings default), and ``--compare-exploration B2``
-adds a prior-on run per mode with bonus B2 instead (0: exploration off). ``--no-used``: the agent
+adds a prior-on run per mode with bonus B2 instead (0: exploration off). ``--counters-off`` adds
+a run per mode that uses the helpful/harmful counters nowhere in ranking: the quality prior off
+and the success-rate filter off too (``min_success_rate=0``). ``--no-used``: the agent
 does not say which learning it acted on (``record_outcome`` without ``used``: credit by rank);
 ``--set NAME=VALUE`` overrides any Settings field in every run. Every run sees the same task stream and the same
 feedback noise (one RNG per concern, seeded by ``--seed``) and a simulated clock: the run is
@@ -134,6 +136,7 @@ class LoopConfig:
     slots: int = len(SLOTS)  # use the first N slots (tests use fewer)
     exploration: float = Settings().exploration_bonus  # Settings.exploration_bonus of the prior-on runs
     compare_exploration: float | None = None  # add a prior-on run per mode with this bonus instead
+    counters_off: bool = False  # add a run per mode with the prior and the success-rate filter off
     report_used: bool = True  # the agent names the learning it acted on (used=[id]); else credit by rank
     overrides: dict[str, Any] = field(default_factory=dict)  # Settings fields for every run
 
@@ -145,6 +148,7 @@ class RunStats:
     mode: str
     prior: bool
     exploration: float = 0.0
+    counters: bool = True  # False: the success-rate filter was off too
     successes: list[bool] = field(default_factory=list)
     advised: int = 0  # episodes where a learning about the slot was shown
     advised_wrong: int = 0  # ... and the first such learning was a wrong one
@@ -202,15 +206,15 @@ class Simulation:
     """One mode, one Settings: an in-memory Memory, the owner, the agent and the feedback."""
 
     def __init__(self, cfg: LoopConfig, mode: str, prior: bool, embedder: Embedder,
-                 exploration: float | None = None) -> None:
+                 exploration: float | None = None, counters: bool = True) -> None:
         self.cfg, self.mode = cfg, mode
         self.now = START
         bonus = cfg.exploration if exploration is None else exploration
         settings = Settings(**{**cfg.overrides, "quality_prior_enabled": prior, "random_seed": cfg.seed,
-                               "exploration_bonus": bonus})
+                               "exploration_bonus": bonus, **({} if counters else {"min_success_rate": 0.0})})
         self.mem = Memory(None, user="owner", embedder=embedder, settings=settings, clock=lambda: self.now)
         self.tags: dict[str, tuple[int, bool]] = {}  # learning id -> (slot, right?)
-        self.stats = RunStats(mode=mode, prior=prior, exploration=bonus if prior else 0.0)
+        self.stats = RunStats(mode=mode, prior=prior, exploration=bonus if prior else 0.0, counters=counters)
         # one RNG per concern, so every run draws the same noise for the same episode
         self.rng_guess = random.Random(f"guess-{cfg.seed}")
         self.rng_feedback = random.Random(f"feedback-{cfg.seed}")
@@ -303,11 +307,15 @@ def simulate(cfg: LoopConfig, *, embedder: Embedder | None = None, progress: Any
     tasks = task_stream(cfg)
     runs: list[RunStats] = []
     for mode in MODES:
-        variants: list[tuple[bool, float | None]] = [(True, None)] if mode == "vanilla" else [(True, None), (False, None)]
+        variants: list[tuple[bool, float | None, bool]] = (
+            [(True, None, True)] if mode == "vanilla" else [(True, None, True), (False, None, True)]
+        )
         if mode != "vanilla" and cfg.compare_exploration is not None:
-            variants.append((True, cfg.compare_exploration))
-        for prior, bonus in variants:
-            runs.append(Simulation(cfg, mode, prior, emb, bonus).run(tasks))
+            variants.append((True, cfg.compare_exploration, True))
+        if mode != "vanilla" and cfg.counters_off:
+            variants.append((False, None, False))
+        for prior, bonus, counters in variants:
+            runs.append(Simulation(cfg, mode, prior, emb, bonus, counters).run(tasks))
             if progress:
                 progress(f"{_name(runs[-1])}: {runs[-1].seconds:.1f} s")
     out_runs = []
@@ -328,6 +336,8 @@ def simulate(cfg: LoopConfig, *, embedder: Embedder | None = None, progress: Any
 def _name(r: RunStats) -> str:
     if r.mode == "vanilla":
         return r.mode
+    if not r.counters:
+        return f"{r.mode} (counters off)"
     explore = f", exploration {r.exploration:g}" if r.prior else ""
     return f"{r.mode} (prior {'on' if r.prior else 'off'}{explore})"
 
@@ -395,6 +405,8 @@ def paired(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         off = f"{mode} (prior off)"
         if off in by:
             pairs[f"{mode}: prior on − off"] = (base, off)
+        if f"{mode} (counters off)" in by:
+            pairs[f"{mode}: prior on − counters off"] = (base, f"{mode} (counters off)")
         for r in runs:
             if r["name"].startswith(mode + " (prior on") and r["name"] != base:
                 pairs[f"{mode}: {r['name'][len(mode) + 2:-1]} − {base[len(mode) + 2:-1]}"] = (r["name"], base)
@@ -484,6 +496,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="Settings.exploration_bonus of the prior-on runs (0: off)")
     ap.add_argument("--compare-exploration", type=float, default=None, metavar="B2",
                     help="add a prior-on run per mode with exploration bonus B2 (0: off) to compare")
+    ap.add_argument("--counters-off", action="store_true",
+                    help="add a run per mode with the quality prior and the success-rate filter off")
     ap.add_argument("--no-used", action="store_true",
                     help="the agent does not say which learning it acted on (credit shared by rank)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -504,7 +518,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = LoopConfig(episodes=args.episodes, seed=args.seed, window=args.window, cycle_every=args.cycle,
                      noise=args.noise, correct=args.correct, wrong=args.wrong, inject=args.inject,
                      embedder=args.embedder, exploration=args.exploration,
-                     compare_exploration=args.compare_exploration, report_used=not args.no_used,
+                     compare_exploration=args.compare_exploration, counters_off=args.counters_off,
+                     report_used=not args.no_used,
                      overrides=_overrides(args.set))
     console = Console(stderr=args.json)
     with _stdout_to_stderr(args.json):
