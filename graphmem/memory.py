@@ -405,7 +405,8 @@ class Memory(LearningsAPI, RetrievalAPI):
 
         ``used`` (learning ids from the context) limits the credit or blame to the learnings the
         agent acted on; ``helpful`` / ``harmful`` tag learnings individually (accepted / rejected
-        whatever the outcome). Without them every learning shown gets the outcome.
+        whatever the outcome). Without them the outcome is shared by rank (``Settings.credit_rank_power``,
+        ``credit_min_share``; ``OutcomeReport.shares``): see graphmem/outcomes.py.
 
         ``rating`` good|okay|bad decides when given (okay: neutral, counts as applied only),
         else ``success``. Accepted: helpful+1, validations+1, score+0.03, confidence+0.015;
