@@ -1,6 +1,8 @@
 """Closed-loop simulation: does graphmem's learning loop raise an agent's success rate?
 
     python -m benchmarks.loop [--episodes 400] [--seed 0] [--seeds 1] [--window 40]
+                              [--exploration B] [--compare-exploration B2] [--counters-off] [--no-used]
+                              [--set NAME=VALUE ...]
                               [--embedder hash|minilm] [--json] [--save]
 
 Results go to benchmarks/results/local/ (ignored); ``--save`` writes benchmarks/results/.
@@ -28,7 +30,13 @@ episodes. Seed 002's three modes:
   some of it stale, i.e. wrong), then learns online.
 
 Both learning modes run twice, with the quality prior (helpful/harmful counters) on and off
-(``Settings(quality_prior_enabled=False)``). Every run sees the same task stream and the same
+(``Settings(quality_prior_enabled=False)``); the prior-on runs use ``--exploration`` as
+``Settings.exploration_bonus`` (default: the Settings default), and ``--compare-exploration B2``
+adds a prior-on run per mode with bonus B2 instead (0: exploration off). ``--counters-off`` adds
+a run per mode that uses the helpful/harmful counters nowhere in ranking: the quality prior off
+and the success-rate filter off too (``min_success_rate=0``). ``--no-used``: the agent
+does not say which learning it acted on (``record_outcome`` without ``used``: credit by rank);
+``--set NAME=VALUE`` overrides any Settings field in every run. Every run sees the same task stream and the same
 feedback noise (one RNG per concern, seeded by ``--seed``) and a simulated clock: the run is
 deterministic given the seed. Output: success rate per window of episodes (a learning curve per
 mode), a table, JSON and a PNG line plot.
@@ -126,6 +134,11 @@ class LoopConfig:
     offline_stale: float = 0.2  # share of historical learnings that are wrong (stale)
     embedder: str = "hash"
     slots: int = len(SLOTS)  # use the first N slots (tests use fewer)
+    exploration: float = Settings().exploration_bonus  # Settings.exploration_bonus of the prior-on runs
+    compare_exploration: float | None = None  # add a prior-on run per mode with this bonus instead
+    counters_off: bool = False  # add a run per mode with the prior and the success-rate filter off
+    report_used: bool = True  # the agent names the learning it acted on (used=[id]); else credit by rank
+    overrides: dict[str, Any] = field(default_factory=dict)  # Settings fields for every run
 
 
 @dataclass
@@ -134,6 +147,8 @@ class RunStats:
 
     mode: str
     prior: bool
+    exploration: float = 0.0
+    counters: bool = True  # False: the success-rate filter was off too
     successes: list[bool] = field(default_factory=list)
     advised: int = 0  # episodes where a learning about the slot was shown
     advised_wrong: int = 0  # ... and the first such learning was a wrong one
@@ -190,13 +205,16 @@ def choose_advice(shown: Sequence[Any], slot: Slot) -> Any:
 class Simulation:
     """One mode, one Settings: an in-memory Memory, the owner, the agent and the feedback."""
 
-    def __init__(self, cfg: LoopConfig, mode: str, prior: bool, embedder: Embedder) -> None:
+    def __init__(self, cfg: LoopConfig, mode: str, prior: bool, embedder: Embedder,
+                 exploration: float | None = None, counters: bool = True) -> None:
         self.cfg, self.mode = cfg, mode
         self.now = START
-        settings = Settings(quality_prior_enabled=prior, random_seed=cfg.seed)
+        bonus = cfg.exploration if exploration is None else exploration
+        settings = Settings(**{**cfg.overrides, "quality_prior_enabled": prior, "random_seed": cfg.seed,
+                               "exploration_bonus": bonus, **({} if counters else {"min_success_rate": 0.0})})
         self.mem = Memory(None, user="owner", embedder=embedder, settings=settings, clock=lambda: self.now)
         self.tags: dict[str, tuple[int, bool]] = {}  # learning id -> (slot, right?)
-        self.stats = RunStats(mode=mode, prior=prior)
+        self.stats = RunStats(mode=mode, prior=prior, exploration=bonus if prior else 0.0, counters=counters)
         # one RNG per concern, so every run draws the same noise for the same episode
         self.rng_guess = random.Random(f"guess-{cfg.seed}")
         self.rng_feedback = random.Random(f"feedback-{cfg.seed}")
@@ -247,7 +265,8 @@ class Simulation:
             self.mem.record_event("tool_call", f"{task}: done ({'as the owner likes' if success else 'not as asked'})",
                                   tool=slot.tool, role="assistant", entities=[slot.entity])
             # the agent says which learning it acted on (none when it guessed)
-            self.mem.record_outcome(ctx.id, success=success != flip, used=[chosen.id] if chosen is not None else [])
+            used = ([chosen.id] if chosen is not None else []) if cfg.report_used else None
+            self.mem.record_outcome(ctx.id, success=success != flip, used=used)
             if not success and corrects:
                 said = slot.wrong if wrong_fix else slot.right
                 st.corrections += 1
@@ -288,10 +307,17 @@ def simulate(cfg: LoopConfig, *, embedder: Embedder | None = None, progress: Any
     tasks = task_stream(cfg)
     runs: list[RunStats] = []
     for mode in MODES:
-        for prior in ((True,) if mode == "vanilla" else (True, False)):
-            runs.append(Simulation(cfg, mode, prior, emb).run(tasks))
+        variants: list[tuple[bool, float | None, bool]] = (
+            [(True, None, True)] if mode == "vanilla" else [(True, None, True), (False, None, True)]
+        )
+        if mode != "vanilla" and cfg.compare_exploration is not None:
+            variants.append((True, cfg.compare_exploration, True))
+        if mode != "vanilla" and cfg.counters_off:
+            variants.append((False, None, False))
+        for prior, bonus, counters in variants:
+            runs.append(Simulation(cfg, mode, prior, emb, bonus, counters).run(tasks))
             if progress:
-                progress(f"{mode} (prior {'on' if prior else 'off'}): {runs[-1].seconds:.1f} s")
+                progress(f"{_name(runs[-1])}: {runs[-1].seconds:.1f} s")
     out_runs = []
     for r in runs:
         curve = r.curve(cfg.window)
@@ -308,7 +334,12 @@ def simulate(cfg: LoopConfig, *, embedder: Embedder | None = None, progress: Any
 
 
 def _name(r: RunStats) -> str:
-    return r.mode if r.mode == "vanilla" else f"{r.mode} (prior {'on' if r.prior else 'off'})"
+    if r.mode == "vanilla":
+        return r.mode
+    if not r.counters:
+        return f"{r.mode} (counters off)"
+    explore = f", exploration {r.exploration:g}" if r.prior else ""
+    return f"{r.mode} (prior {'on' if r.prior else 'off'}{explore})"
 
 
 def print_table(result: dict[str, Any], console: Any) -> None:
@@ -355,7 +386,38 @@ def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
             "injections": sum(r["injections"] for r in rs),
         })
     return {"benchmark": "loop", "seeds": [res["config"]["seed"] for res in per_seed],
-            "config": per_seed[0]["config"], "runs": runs, "per_seed": per_seed}
+            "config": per_seed[0]["config"], "runs": runs, "paired": paired(runs), "per_seed": per_seed}
+
+
+def paired(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Paired differences over the seeds (points of overall success, mean ± sd): the quality prior
+    on vs off per mode, offline + online vs online only, and each extra exploration run vs the
+    mode's prior-on run."""
+    import statistics
+
+    by = {r["name"]: r["overall_by_seed"] for r in runs}
+    on: dict[str, str] = {}
+    for r in runs:
+        if "(prior on" in r["name"]:
+            on.setdefault(r["name"].split(" (")[0], r["name"])  # the mode's first prior-on run
+    pairs: dict[str, tuple[str, str]] = {}
+    for mode, base in on.items():
+        off = f"{mode} (prior off)"
+        if off in by:
+            pairs[f"{mode}: prior on − off"] = (base, off)
+        if f"{mode} (counters off)" in by:
+            pairs[f"{mode}: prior on − counters off"] = (base, f"{mode} (counters off)")
+        for r in runs:
+            if r["name"].startswith(mode + " (prior on") and r["name"] != base:
+                pairs[f"{mode}: {r['name'][len(mode) + 2:-1]} − {base[len(mode) + 2:-1]}"] = (r["name"], base)
+    if "offline + online" in on and "online only" in on:
+        pairs["offline + online − online only (prior on)"] = (on["offline + online"], on["online only"])
+    out = {}
+    for label, (a, b) in pairs.items():
+        diff = [100 * (x - y) for x, y in zip(by[a], by[b])]
+        out[label] = {"mean": statistics.fmean(diff), "sd": statistics.stdev(diff) if len(diff) > 1 else 0.0,
+                      "by_seed": diff, "min": min(diff)}
+    return out
 
 
 def print_spread(result: dict[str, Any], console: Any) -> None:
@@ -370,6 +432,14 @@ def print_spread(result: dict[str, Any], console: Any) -> None:
                   " ".join(f"{100 * v:.1f}" for v in r["overall_by_seed"]),
                   f"{r['injections_accepted']}/{r['injections']}")
     console.print(t)
+    if result.get("paired"):
+        p = Table(title="paired over the seeds (points of overall success)")
+        for col in ("comparison", "mean ± sd", "min", "by seed"):
+            p.add_column(col)
+        for label, d in result["paired"].items():
+            p.add_row(label, f"{d['mean']:+.1f} ± {d['sd']:.1f}", f"{d['min']:+.1f}",
+                      " ".join(f"{v:+.1f}" for v in d["by_seed"]))
+        console.print(p)
 
 
 def plot_band(result: dict[str, Any], window: int, path: Path) -> None:
@@ -395,6 +465,19 @@ def plot_band(result: dict[str, Any], window: int, path: Path) -> None:
     plt.close(fig)
 
 
+def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` strings as Settings fields, each value parsed as JSON when it can be."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        try:
+            out[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[name.strip()] = value
+    Settings(**out)  # fail early on an unknown name or a bad value
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (1 if an injection became a learning)."""
     from rich.console import Console
@@ -409,6 +492,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--correct", type=float, default=d.correct, help="chance the owner corrects a failure")
     ap.add_argument("--wrong", type=float, default=d.wrong, help="share of corrections stating the wrong preference")
     ap.add_argument("--inject", type=float, default=d.inject, help="chance per episode of a non-owner injection")
+    ap.add_argument("--exploration", type=float, default=d.exploration,
+                    help="Settings.exploration_bonus of the prior-on runs (0: off)")
+    ap.add_argument("--compare-exploration", type=float, default=None, metavar="B2",
+                    help="add a prior-on run per mode with exploration bonus B2 (0: off) to compare")
+    ap.add_argument("--counters-off", action="store_true",
+                    help="add a run per mode with the quality prior and the success-rate filter off")
+    ap.add_argument("--no-used", action="store_true",
+                    help="the agent does not say which learning it acted on (credit shared by rank)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a Settings field in every run (repeatable), e.g. credit_min_share=0")
     ap.add_argument("--embedder", choices=["hash", "minilm"], default=d.embedder)
     ap.add_argument("--json", action="store_true", help="print the result as JSON on stdout (tables go to stderr)")
     ap.add_argument("--seeds", type=int, default=1, help="run seeds seed..seed+N-1; report mean ± sd and a band")
@@ -424,7 +517,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     cfg = LoopConfig(episodes=args.episodes, seed=args.seed, window=args.window, cycle_every=args.cycle,
                      noise=args.noise, correct=args.correct, wrong=args.wrong, inject=args.inject,
-                     embedder=args.embedder)
+                     embedder=args.embedder, exploration=args.exploration,
+                     compare_exploration=args.compare_exploration, counters_off=args.counters_off,
+                     report_used=not args.no_used,
+                     overrides=_overrides(args.set))
     console = Console(stderr=args.json)
     with _stdout_to_stderr(args.json):
         t0 = time.perf_counter()

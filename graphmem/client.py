@@ -321,9 +321,14 @@ class _Api:
         success: bool | None = None,
         rating: str | None = None,
         reasons: Iterable[str] | str = (),
+        used: Iterable[str] | None = None,
+        helpful: Iterable[str] = (),
+        harmful: Iterable[str] = (),
     ) -> OutcomeReport:
-        """Credit or blame exactly the learnings shown in one context."""
-        body = {"context_id": context_id, "success": success, "rating": rating, "reasons": _names(reasons)}
+        """Credit or blame the learnings shown in one context (``used``/``helpful``/``harmful``: ids
+        from the context, as ``Memory.record_outcome``)."""
+        body = {"context_id": context_id, "success": success, "rating": rating, "reasons": _names(reasons),
+                "used": None if used is None else list(used), "helpful": list(helpful), "harmful": list(harmful)}
         return self._send(_Req("POST", "/v1/outcomes", body, parse=_model(OutcomeReport), writes=True))  # type: ignore[no-any-return]
 
     # --- summaries, lifecycle, insights ---------------------------------------------------------

@@ -84,6 +84,10 @@ class Settings(BaseModel):
     quality_prior_enabled: bool = True
     recency_half_life_days: float = 90.0
     pinned_boost: float = 0.05
+    # exploration: a learning with few ratings gets a bonus on its quality that fades linearly to 0
+    # at exploration_ratings helpful+harmful ratings (0 turns it off; part of the quality prior)
+    exploration_bonus: float = 0.0
+    exploration_ratings: int = 5
     pattern_boost: float = 0.1
     pattern_similarity: float = 0.8  # seed 002: a query joins the nearest Pattern at cosine >= this
     min_success_rate: float = 0.3  # seed 002 stage 2: drop rows rated below it ...
@@ -147,6 +151,9 @@ class Settings(BaseModel):
     accept_confidence_delta: float = 0.015
     reject_score_delta: float = -0.05
     reject_confidence_delta: float = -0.025
+    # credit by rank when the agent names no learning (graphmem/outcomes.py "Credit by rank")
+    credit_rank_power: float = 1.0  # share of rank r ∝ r^-power (1: 1/rank normalised)
+    credit_min_share: float = 0.2  # learnings below this share get nothing (the first always does)
 
     # --- lifecycle windows (seed 000 runSelfImprovementCycle) ----------------------------
     window_size: int = 80
@@ -294,6 +301,8 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "feedback_recent_actions": _COUNT,
     "accept_score_delta": _UNIT, "accept_confidence_delta": _UNIT, "reject_score_delta": _NEG_UNIT,
     "reject_confidence_delta": _NEG_UNIT,
+    "credit_rank_power": _COUNT, "credit_min_share": _UNIT, "exploration_bonus": _COUNT,
+    "exploration_ratings": _COUNT,
     "window_size": _POSITIVE, "window_min_samples": _COUNT, "promote_quality": _UNIT,
     "promote_pass_rate": _UNIT, "promote_max_fallback_rate": _UNIT, "promote_max_regenerate": _COUNT,
     "promotion_streak": _POSITIVE, "demotion_streak": _POSITIVE, "disable_streak": _POSITIVE,

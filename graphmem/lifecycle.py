@@ -3,7 +3,9 @@
 :func:`run_cycle` (``Memory.run_cycle()``, ``graphmem cycle``) runs, in this order:
 
 1. **Windows and the state machine** (seed 000). A learning's window is the last
-   ``window_size`` outcomes of contexts that showed it. It *passes* when it holds at least
+   ``window_size`` outcomes of contexts that showed it and credited it (not those whose outcome
+   named other learnings in ``used=``, nor a rank share below ``credit_min_share``; a tag that
+   differs from the outcome counts as the tag, see :func:`outcome_quality`). It *passes* when it holds at least
    ``window_min_samples`` outcomes, mean quality ≥ ``promote_quality``, pass rate ≥
    ``promote_pass_rate``, fallback rate ≤ ``promote_max_fallback_rate`` and mean regenerate
    count ≤ ``promote_max_regenerate``; it *fails* when it holds enough outcomes and does not pass.
@@ -120,8 +122,23 @@ class CycleReport(BaseModel):
 
 
 # --- windows and the state machine (seed 000) --------------------------------------------------
+VERDICT_QUALITY = {"accepted": 1.0, "neutral": 0.5, "rejected": 0.0}
+
+
+def _outcome_verdict(o: WindowOutcome) -> str:
+    if o.rating in RATING_QUALITY:
+        return {"good": "accepted", "bad": "rejected"}.get(o.rating, "neutral")
+    return {"success": "accepted", "failure": "rejected"}.get(o.outcome or "", "neutral")
+
+
 def outcome_quality(o: WindowOutcome) -> float:
-    """Mean of the outcome's signals: success 1 / failure 0, rating good 1 / okay 0.5 / bad 0."""
+    """Mean of the outcome's signals: success 1 / failure 0, rating good 1 / okay 0.5 / bad 0.
+
+    When the learning was tagged with a verdict other than the outcome's (``harmful=`` on a
+    success, ``helpful=`` on a failure), the tag decides: accepted 1, neutral 0.5, rejected 0.
+    """
+    if o.verdict in VERDICT_QUALITY and o.verdict != _outcome_verdict(o):
+        return VERDICT_QUALITY[o.verdict]
     signals = []
     if o.outcome in ("success", "failure"):
         signals.append(1.0 if o.outcome == "success" else 0.0)

@@ -299,14 +299,17 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         feedback: str | None = None,
         objective_id: str | None = None,
         event_id: str | None = None,
+        context_id: str | None = None,
     ) -> ReflectionRecord:
         """Reflect on one episode (seed 004): a Reflection node REFLECTS_ON the objective/event; its
-        rules become learnings with status ``Settings.new_reflection_status`` (candidate)."""
+        rules become learnings with status ``Settings.new_reflection_status`` (candidate). With
+        ``context_id`` the reflector also tags which of that context's learnings helped or hurt,
+        recorded as the context's outcome (per-learning credit)."""
         from graphmem.learn.reflection import reflect
 
         return reflect(
             self, user_text, assistant_text, success=success, tools_used=tools_used, feedback=feedback,
-            objective_id=objective_id, event_id=event_id,
+            objective_id=objective_id, event_id=event_id, context_id=context_id,
         )
 
     def add_judge(self, name: str, criteria: str, node: str | None = None) -> dict[str, Any]:
@@ -403,7 +406,8 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
 
         ``used`` (learning ids from the context) limits the credit or blame to the learnings the
         agent acted on; ``helpful`` / ``harmful`` tag learnings individually (accepted / rejected
-        whatever the outcome). Without them every learning shown gets the outcome.
+        whatever the outcome). Without them the outcome is shared by rank (``Settings.credit_rank_power``,
+        ``credit_min_share``; ``OutcomeReport.shares``): see graphmem/outcomes.py.
 
         ``rating`` good|okay|bad decides when given (okay: neutral, counts as applied only),
         else ``success``. Accepted: helpful+1, validations+1, score+0.03, confidence+0.015;

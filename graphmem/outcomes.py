@@ -22,6 +22,18 @@ Per learning: ``used=[ids]`` limits the verdict to the learnings the agent acted
 ``helpful=[ids]`` / ``harmful=[ids]`` tag learnings individually (accepted / rejected whatever the
 outcome); learnings shown but neither used nor tagged are then left untouched.
 
+Credit by rank. When the agent says neither which learnings it used nor tags any, the outcome is
+shared by rank over the learnings shown: the learning at rank r gets the share
+w_r = r^-p / Σ_k k^-p (p = ``Settings.credit_rank_power``, 1 by default: 1/rank normalised to sum
+to 1). Its score and confidence deltas are multiplied by w_r; a learning whose share is below
+``Settings.credit_min_share`` is left untouched (the first one never is), so the whole-number
+counters (helpful/harmful, validations, times_applied, Pattern statistics) and the lifecycle
+window count only the learnings ranked high enough to have plausibly been acted on. A learning
+that was used or tagged has share 1. Each APPLIED_IN edge records the learning's own verdict and
+share (``none`` for a learning not credited), and the lifecycle windows read that: a context whose
+outcome did not credit a learning is not in its window, and a tag that differs from the outcome
+counts as the tag in the window too.
+
 Implicit outcomes are tagged ``implicit``. An explicit outcome may follow an implicit one on the
 same context once: it replaces it (the implicit verdict's counters and deltas are undone first).
 """
@@ -58,6 +70,7 @@ class OutcomeReport(BaseModel):
     replaced_implicit: bool = False
     pattern_id: str | None = None
     learnings: list[Learning] = Field(default_factory=list)
+    shares: dict[str, float] = Field(default_factory=dict)  # learning id -> its share of the outcome
 
     @property
     def learning_ids(self) -> list[str]:
@@ -80,10 +93,16 @@ def outcome_label(success: bool | None) -> str:
 
 
 def credit(
-    learning: Learning, verdict: Verdict, now: datetime, mem: Memory, *, sign: int = 1, count_applied: bool = True
+    learning: Learning, verdict: Verdict, now: datetime, mem: Memory, *, sign: int = 1, count_applied: bool = True,
+    share: float = 1.0,
 ) -> Learning:
-    """The learning after one verdict (``sign=-1`` undoes a verdict's counters and deltas)."""
+    """The learning after one verdict (``sign=-1`` undoes a verdict's counters and deltas).
+
+    ``share`` (the learning's part of the outcome, see "Credit by rank") scales the score and
+    confidence deltas; the counters move by one.
+    """
     s = mem.settings
+    sign_w = sign * share
     update: dict[str, object] = {"updated_at": now}
     if sign > 0 and count_applied:
         update["times_applied"] = learning.times_applied + 1
@@ -93,12 +112,12 @@ def credit(
         update["validations"] = max(0, learning.validations + sign)
         if sign > 0:
             update["last_validated_at"] = now
-        update["score"] = _clamp(learning.score + sign * s.accept_score_delta)
-        update["confidence"] = _clamp(learning.confidence + sign * s.accept_confidence_delta)
+        update["score"] = _clamp(learning.score + sign_w * s.accept_score_delta)
+        update["confidence"] = _clamp(learning.confidence + sign_w * s.accept_confidence_delta)
     elif verdict == "rejected":
         update["harmful"] = max(0, learning.harmful + sign)
-        update["score"] = _clamp(learning.score + sign * s.reject_score_delta)
-        update["confidence"] = _clamp(learning.confidence + sign * s.reject_confidence_delta)
+        update["score"] = _clamp(learning.score + sign_w * s.reject_score_delta)
+        update["confidence"] = _clamp(learning.confidence + sign_w * s.reject_confidence_delta)
     return learning.model_copy(update=update)
 
 
@@ -132,40 +151,45 @@ def record_outcome(
     verdict = verdict_of(success, rating)
     app = _own_application(mem, context_id)
     _check_open(app, implicit)
-    targets = _targets(app, verdict, used, helpful, harmful)
+    targets = _targets(app, verdict, used, helpful, harmful, mem.settings.credit_rank_power,
+                       mem.settings.credit_min_share)
     query_vec = mem._embed_one(app.query) if app.query.strip() and app.pattern_id is None else None
     now = mem.now()
     with mem.store.transaction():
         app = _own_application(mem, context_id)  # re-read under the write lock
         replaced = _check_open(app, implicit)
         old_verdict = verdict_of(*_stored_signal(app)) if replaced else None
+        old_credit = mem.store.applied_credit(app.id) if replaced else {}
         pattern_id = app.pattern_id or _classify(mem, app, query_vec, now)
         all_tags = _merge(app.reasons if not replaced else [t for t in app.reasons if t != IMPLICIT], tags)
         if implicit:
             all_tags = _merge(all_tags, [IMPLICIT])
         mem.store.set_outcome(app.id, outcome=outcome_label(success), rating=rating, reasons=all_tags,
                               at=now, pattern_id=pattern_id)
+        mem.store.set_credit(app.id, {lid: targets.get(lid, ("none", 0.0)) for lid in app.learning_ids})
         changed: list[Learning] = []
         for learning in mem.store.get_learnings(app.learning_ids):
-            mine = targets.get(learning.id)
+            target = targets.get(learning.id)
+            mine = target[0] if target else None
+            old = _old_credit(old_verdict, old_credit, learning.id)
             if learning.user_id != app.user_id:
                 # another user's shared learning is read-only to this user: their outcome feeds
                 # only their own Pattern statistics, never its counters, score or lifecycle
-                if pattern_id and old_verdict is not None:
-                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(old_verdict, -1))
+                if pattern_id and old is not None:
+                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(old[0], -1))
                 if pattern_id and mine is not None and mine != "neutral":
                     mem.store.add_effectiveness(learning.id, pattern_id, *_counts(mine, 1))
                 continue
-            if old_verdict is not None:
-                learning = credit(learning, old_verdict, now, mem, sign=-1)
+            if old is not None:
+                learning = credit(learning, old[0], now, mem, sign=-1, share=old[1])
                 if pattern_id:
-                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(old_verdict, -1))
-            if mine is None:
-                if old_verdict is not None:
+                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(old[0], -1))
+            if target is None or mine is None:
+                if old is not None:
                     mem.store.save_learning(learning)
                     changed.append(learning)
                 continue
-            updated = credit(learning, mine, now, mem, count_applied=old_verdict is None)
+            updated = credit(learning, mine, now, mem, count_applied=old_verdict is None, share=target[1])
             mem.store.save_learning(updated)
             if pattern_id and mine != "neutral":
                 mem.store.add_effectiveness(updated.id, pattern_id, *_counts(mine, 1))
@@ -175,7 +199,7 @@ def record_outcome(
     return OutcomeReport(
         context_id=app.id, outcome=outcome_label(success), rating=rating, verdict=verdict,
         reasons=all_tags, implicit=implicit, replaced_implicit=replaced, pattern_id=pattern_id,
-        learnings=changed,
+        learnings=changed, shares={lid: w for lid, (_, w) in targets.items()},
     )
 
 
@@ -190,13 +214,38 @@ def _ids(name: str, value: object) -> list[str]:
     return out
 
 
-def _targets(app: Application, verdict: Verdict, used: object, helpful: object, harmful: object) -> dict[str, Verdict]:
-    """Which shown learnings get which verdict.
+def rank_shares(n: int, power: float = 1.0) -> list[float]:
+    """Each of ``n`` ranks' share of an outcome: r^-power normalised to sum to 1 (rank 1 first)."""
+    raw = [1.0 / (r**power) for r in range(1, n + 1)]
+    total = sum(raw)
+    return [w / total for w in raw]
 
-    Without ``used`` or tags, every learning shown gets the outcome's verdict. ``used`` limits it to
-    the learnings the agent acted on; ``helpful`` / ``harmful`` tag learnings individually (as ACE's
-    reflector tags bullets): accepted / rejected whatever the outcome. Learnings neither used nor
-    tagged are left untouched. Ids must come from the context (InvalidInputError otherwise).
+
+def _old_credit(
+    old_verdict: Verdict | None, stored: dict[str, tuple[str, float]], learning_id: str
+) -> tuple[Verdict, float] | None:
+    """What the replaced (implicit) outcome gave a learning: its recorded verdict and share, or
+    the outcome's verdict in full when the edge predates recorded credit."""
+    if old_verdict is None:
+        return None
+    if not stored:
+        return old_verdict, 1.0
+    v, w = stored.get(learning_id, ("none", 0.0))
+    return None if v == "none" else (v, w)  # type: ignore[return-value]
+
+
+def _targets(
+    app: Application, verdict: Verdict, used: object, helpful: object, harmful: object,
+    power: float = 1.0, min_share: float = 0.0,
+) -> dict[str, tuple[Verdict, float]]:
+    """Which shown learnings get which verdict, and their share of it.
+
+    Without ``used`` or tags, the outcome's verdict is shared by rank (:func:`rank_shares`);
+    learnings whose share is below ``min_share`` (never the first) get nothing. ``used`` limits
+    the verdict to the learnings the agent acted on; ``helpful`` / ``harmful`` tag learnings
+    individually (as ACE's reflector tags bullets): accepted / rejected whatever the outcome. Used
+    or tagged learnings have share 1; learnings neither used nor tagged are left untouched. Ids
+    must come from the context (InvalidInputError otherwise).
     """
     used_ids, good, bad = _ids("used", used), _ids("helpful", helpful), _ids("harmful", harmful)
     shown = set(app.learning_ids)
@@ -211,10 +260,12 @@ def _targets(app: Application, verdict: Verdict, used: object, helpful: object, 
     if both:
         raise InvalidInputError(f"learning {sorted(both)[0]!r} is tagged both helpful and harmful")
     if used is None and not good and not bad:
-        return dict.fromkeys(app.learning_ids, verdict)
-    out: dict[str, Verdict] = dict.fromkeys(used_ids, verdict)
-    out.update(dict.fromkeys(good, "accepted"))
-    out.update(dict.fromkeys(bad, "rejected"))
+        shares = rank_shares(len(app.learning_ids), power)
+        return {lid: (verdict, w) for i, (lid, w) in enumerate(zip(app.learning_ids, shares))
+                if i == 0 or w >= min_share}
+    out: dict[str, tuple[Verdict, float]] = dict.fromkeys(used_ids, (verdict, 1.0))
+    out.update(dict.fromkeys(good, ("accepted", 1.0)))
+    out.update(dict.fromkeys(bad, ("rejected", 1.0)))
     return out
 
 
@@ -335,4 +386,4 @@ def after_event(mem: Memory, event: Event) -> list[OutcomeReport]:
     return reports
 
 
-__all__ = ["OutcomeReport", "after_event", "credit", "pattern_scores", "record_outcome", "verdict_of"]
+__all__ = ["OutcomeReport", "after_event", "credit", "pattern_scores", "rank_shares", "record_outcome", "verdict_of"]

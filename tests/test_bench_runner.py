@@ -97,3 +97,28 @@ def test_loop_simulation_tiny_config_returns_per_window_rates() -> None:
         assert run["injections_accepted"] == 0
     again = simulate(cfg, embedder=HashEmbedder())
     assert [r["curve"] for r in again["runs"]] == [r["curve"] for r in result["runs"]]  # deterministic
+
+
+def test_loop_compares_exploration_and_pairs_the_seeds() -> None:
+    from benchmarks.loop import aggregate
+
+    per_seed = [simulate(LoopConfig(episodes=16, window=8, cycle_every=8, slots=3, seed=s, exploration=0.0,
+                                    compare_exploration=0.3), embedder=HashEmbedder()) for s in (0, 1)]
+    names = [r["name"] for r in per_seed[0]["runs"]]
+    assert "online only (prior on, exploration 0.3)" in names and "online only (prior on, exploration 0)" in names
+    result = aggregate(per_seed)
+    by = {r["name"]: r["overall_by_seed"] for r in result["runs"]}
+    diff = result["paired"]["online only: prior on − off"]
+    expected = [100 * (a - b) for a, b in zip(by["online only (prior on, exploration 0)"], by["online only (prior off)"])]
+    assert diff["by_seed"] == expected and diff["mean"] == sum(expected) / 2
+    assert "offline + online: prior on, exploration 0.3 − prior on, exploration 0" in result["paired"]
+    assert "offline + online − online only (prior on)" in result["paired"]
+
+
+def test_loop_agent_that_names_no_learning_still_learns_by_rank_credit() -> None:
+    cfg = LoopConfig(episodes=16, window=8, cycle_every=0, slots=2, seed=2, report_used=False,
+                     overrides={"credit_min_share": 0.0})
+    result = simulate(cfg, embedder=HashEmbedder())
+    assert result["config"]["report_used"] is False and result["config"]["overrides"] == {"credit_min_share": 0.0}
+    assert all(r["injections_accepted"] == 0 for r in result["runs"])
+    assert any(r["advised"] > 0 for r in result["runs"])

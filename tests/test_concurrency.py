@@ -98,7 +98,7 @@ def test_outcome_right_after_context_in_many_threads(make_memory: Callable[..., 
 
 
 def test_concurrent_updates_are_not_lost(make_memory: Callable[..., Memory]) -> None:
-    mem = make_memory()
+    mem = make_memory(settings=Settings(credit_min_share=0.0))  # every learning shown is credited
     learnings = mem.add_learnings([{"content": f"Check the deploy log {i}", "tool": "deploy"} for i in range(4)])
     contexts = [mem.context("deploy the service", tool="deploy", limit=4) for _ in range(24)]
     assert all(len(c.learnings) == 4 for c in contexts)

@@ -41,10 +41,13 @@ def test_success_credits_exactly_the_shown_learnings(m: Memory) -> None:
     ctx = show(m, [a, b])
     report = m.record_outcome(ctx, success=True, reasons=["fast"])
     assert report.verdict == "accepted" and sorted(report.learning_ids) == sorted([a.id, b.id])
+    # no used= and no tags: the outcome is shared by rank, 1/rank normalised (2/3 and 1/3)
+    assert report.shares == pytest.approx({a.id: 2 / 3, b.id: 1 / 3})
     for lid in (a.id, b.id):
         l = m.get_learning(lid)
         assert (l.helpful, l.harmful, l.times_applied, l.validations) == (1, 0, 1, 1)
-        assert l.score == pytest.approx(0.53) and l.confidence == pytest.approx(0.515)
+        share = report.shares[lid]
+        assert l.score == pytest.approx(0.5 + 0.03 * share) and l.confidence == pytest.approx(0.5 + 0.015 * share)
         assert l.last_applied_at == m.now() and l.last_validated_at == m.now()
     untouched = m.get_learning(c.id)
     assert untouched.model_dump() == c.model_dump()

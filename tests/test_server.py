@@ -56,6 +56,10 @@ def test_client_round_trip_returns_memory_models(alice: Client) -> None:
     assert "Relevant Learnings" in ctx.to_prompt()
     report = alice.record_outcome(ctx.id, success=True)
     assert report.context_id == ctx.id and report.learnings
+    ctx2 = alice.context("Email Dana about the renewal", tool="send_email", entities=["Dana"])
+    first = ctx2.learnings[0].learning.id
+    report = alice.record_outcome(ctx2.id, success=False, used=[first])  # only the learning acted on
+    assert report.learning_ids == [first] and report.shares == {first: 1.0}
     ev = alice.record_event("tool_call", "send_email(to='Dana')", tool="send_email", metadata={"n": 1})
     assert ev.metadata == {"n": 1} and ev.user_id == "alice"
     evs = alice.record_events([{"kind": "message", "content": "Dana prefers mornings", "role": "Dana"}])

@@ -52,8 +52,9 @@ def test_mcp_over_streamable_http_acts_as_the_keys_user(served: Served) -> None:
     assert "Keep status emails" in ctx["prompt"] and ctx["context_id"]
     assert added["id"] in [h["id"] for h in found["hits"]]
     _, (outcome,) = asyncio.run(_session(_http(served, "alice"), [
-        ("record_outcome", {"context_id": ctx["context_id"], "success": True})]))
-    assert not outcome.is_error and outcome.structured_content["learnings_updated"] >= 1
+        ("record_outcome", {"context_id": ctx["context_id"], "success": True,
+                            "used": [ctx["learnings"][0]["id"]]})]))
+    assert not outcome.is_error and outcome.structured_content["learnings_updated"] == 1  # only the one used
     # the writes are alice's: her Client sees them, bob's does not
     assert added["id"] in [l.id for l in Client(served.url, api_key=served.keys["alice"]).learnings()]
     assert added["id"] not in [l.id for l in Client(served.url, api_key=served.keys["bob"]).learnings()]

@@ -7,6 +7,14 @@ a ``Reflection`` node linked REFLECTS_ON the episode (an Objective and/or an Eve
 ``Memory.context`` until the lifecycle (``Memory.run_cycle``) or a person promotes them: this is the
 path onto the lifecycle's first stage. The LLM is called before anything is written, so an LLM
 failure (LLMError) writes nothing and propagates.
+
+Tags (ACE's reflector). With ``context_id`` (a context whose learnings the assistant was shown,
+still without an explicit outcome), the reflector is shown those learnings, numbered, and says
+which the answer followed and which helped or hurt; the episode is then recorded as that
+context's outcome with the tags as per-learning credit: ``record_outcome(context_id,
+success=success, used=[], helpful=[...], harmful=[...])`` (rating ``okay`` when ``success`` is
+None). Learnings the reflector does not tag get nothing; with neither a success flag nor a tag no
+outcome is recorded.
 """
 
 from __future__ import annotations
@@ -23,7 +31,8 @@ from graphmem.learn.curator import Curator
 from graphmem.llm.prompts import reflection_request
 from graphmem.llm.schemas import EpisodeReflection
 from graphmem.models import Learning, new_id
-from graphmem.trust import own_event, own_objective
+from graphmem.outcomes import IMPLICIT, OutcomeReport, record_outcome
+from graphmem.trust import own_application, own_event, own_objective
 
 if TYPE_CHECKING:
     from graphmem.memory import Memory
@@ -45,6 +54,9 @@ class ReflectionRecord(BaseModel):
     prompt_suggestions: list[str] = Field(default_factory=list)
     created_at: datetime
     learnings: list[Learning] = Field(default_factory=list)
+    helped: list[str] = Field(default_factory=list)  # ids of the context's learnings tagged helpful
+    hurt: list[str] = Field(default_factory=list)  # ... and harmful
+    outcome: OutcomeReport | None = None  # the context's outcome the tags were recorded with
 
 
 def reflect(
@@ -58,6 +70,7 @@ def reflect(
     objective_id: str | None = None,
     event_id: str | None = None,
     objective_type: str | None = None,
+    context_id: str | None = None,
 ) -> ReflectionRecord:
     """Reflect on one episode; store the Reflection and its rules as candidate learnings."""
     limit = memory.settings.max_content_chars
@@ -81,9 +94,25 @@ def reflect(
     if event_id is not None:
         own_event(memory, event_id)
         about.append(("Event", event_id))
+    shown_ids: list[str] = []
+    shown_texts: list[str] = []
+    context_id = optional_id("context_id", context_id)
+    if context_id is not None:
+        app = own_application(memory, context_id)
+        if app.outcome is not None and IMPLICIT not in app.reasons:
+            raise InvalidInputError(
+                f"context {context_id} already has an outcome; reflect on it before record_outcome, "
+                "or reflect without context_id"
+            )
+        by_id = {l.id: l for l in memory.store.get_learnings(app.learning_ids)}
+        shown_ids = [i for i in app.learning_ids if i in by_id]
+        shown_texts = [" ".join(x for x in (by_id[i].content, by_id[i].recommendation) if x) for i in shown_ids]
     answer = memory.llm.generate(
-        reflection_request(user_text, assistant_text, success, tools, feedback), EpisodeReflection
+        reflection_request(user_text, assistant_text, success, tools, feedback, shown_texts), EpisodeReflection
     )
+    helped = _tagged(answer.helped, shown_ids)
+    hurt = _tagged(answer.hurt, shown_ids)
+    helped, hurt = [i for i in helped if i not in hurt], [i for i in hurt if i not in helped]
     now = memory.now()
     reflection_id = new_id()
     with memory.store.transaction():
@@ -109,11 +138,26 @@ def reflect(
                                 channel="reflection")
         if result.learning is not None and all(x.id != result.learning.id for x in learned):
             learned.append(result.learning)
+    outcome = None
+    if context_id is not None and (success is not None or helped or hurt):
+        outcome = record_outcome(
+            memory, context_id, success=success, rating=None if success is not None else "okay",
+            reasons=["reflection"], used=[], helpful=helped, harmful=hurt,
+        )
     return ReflectionRecord(
         id=reflection_id, text=answer.reflection, what_went_well=answer.what_went_well,
         improvements=answer.improvements, rules=answer.rules, prompt_suggestions=answer.prompt_suggestions,
-        created_at=now, learnings=learned,
+        created_at=now, learnings=learned, helped=helped, hurt=hurt, outcome=outcome,
     )
+
+
+def _tagged(numbers: list[int], shown_ids: list[str]) -> list[str]:
+    """The ids of the shown learnings the reflector numbered (1-based; others ignored), once each."""
+    out: list[str] = []
+    for n in numbers:
+        if isinstance(n, int) and 1 <= n <= len(shown_ids) and shown_ids[n - 1] not in out:
+            out.append(shown_ids[n - 1])
+    return out
 
 
 __all__ = ["REFLECTION_CONFIDENCE", "ReflectionRecord", "reflect"]

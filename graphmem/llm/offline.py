@@ -164,11 +164,15 @@ _FB_BAD = _rx(r"^\s*(/bad|bad|negative|👎|-1|no)\s*$")
 
 
 def reflect_episode(user_text: str, assistant_text: str, success: bool | None = None,
-                    tools_used: list[str] | None = None, feedback: str | None = None) -> EpisodeReflection:
+                    tools_used: list[str] | None = None, feedback: str | None = None,
+                    shown: list[str] | None = None) -> EpisodeReflection:
     """Rule-based episode reflection (seed 004) from the outcome, the tools and the feedback.
 
     The user's text is only quoted as a condition ("For requests like …"); only the feedback
-    (the owner's words) becomes a rule.
+    (the owner's words) becomes a rule. With ``shown`` (the learnings the assistant was shown), a
+    learning counts as followed when at least half of its content words appear in the answer
+    (:func:`followed`); a followed learning is tagged ``helped`` when the episode succeeded and
+    ``hurt`` when it failed; one not followed is not tagged.
     """
     gist, tools = _gist(user_text, 10), ", ".join(_unique(tools_used or []))
     fb: FeedbackAnalysis | None = None
@@ -209,8 +213,17 @@ def reflect_episode(user_text: str, assistant_text: str, success: bool | None = 
     text = f'The episode "{gist}" {state}' + (f" using {tools}" if tools else "") + "."
     text += f" Feedback was {fb_sent}." if feedback else ""
     text += f" {len(_unique(improvements))} improvement(s) noted." if improvements else ""
+    used = [i for i, s in enumerate(shown or [], start=1) if followed(s, assistant_text)] if outcome is not None else []
     return EpisodeReflection(reflection=text, what_went_well=_unique(went_well), improvements=_unique(improvements),
-                             rules=_unique(rules), prompt_suggestions=_unique(prompts))
+                             rules=_unique(rules), prompt_suggestions=_unique(prompts),
+                             helped=used if outcome else [], hurt=used if outcome is False else [])
+
+
+def followed(learning_text: str, answer: str, share: float = 0.5) -> bool:
+    """True when at least ``share`` of the learning's content words (3+ letters, no stop words)
+    appear in the answer: the offline reflector's sign that the answer acted on it."""
+    words = {w for w in _tokens(learning_text) if len(w) >= 3}
+    return bool(words) and len(words & _tokens(answer)) >= share * len(words)
 
 
 # --- judge and reflector ---------------------------------------------------------------------
@@ -387,7 +400,7 @@ _RULES: dict[str, tuple[Callable[..., BaseModel], tuple[str, ...], tuple[str, ..
     "feedback": (lambda content, recent_actions=None, tool=None: feedback_and_facts(content, recent_actions, tool),
                  ("content",), ("recent_actions", "tool")),
     "objective_eval": (evaluate_objective, ("goal", "status"), ("result", "duration_s", "steps", "objective_type")),
-    "reflection": (reflect_episode, ("user_text", "assistant_text"), ("success", "tools_used", "feedback")),
+    "reflection": (reflect_episode, ("user_text", "assistant_text"), ("success", "tools_used", "feedback", "shown")),
     "judge": (judge_output, ("output",), ("judge_name", "criteria", "input_text", "ground_truth", "reasoning")),
     "reflector": (reflect_failures, ("input_text", "output"), ("ground_truth", "reasoning", "verdicts")),
     "summary": (summarize, (), ("previous", "learnings", "removed", "max_bullets")),

@@ -120,6 +120,16 @@ Fill these fields:
   (e.g. "For technical topics, start with a simple overview before diving deep")
 - prompt_suggestions: tweaks to the agent's system prompt (e.g. "Add 'use concrete examples'")"""
 
+REFLECTION_SHOWN = """
+
+LEARNINGS SHOWN to the assistant before it answered (numbered):
+{shown}
+
+Also fill:
+- helped: the numbers of the learnings shown that the answer followed and that helped it succeed
+- hurt: the numbers of the learnings shown that the answer followed and that made it worse
+Leave a learning out of both when the answer did not act on it or you cannot tell."""
+
 JUDGE_PROMPT = """You are the "{judge_name}" judge. Assess the agent's output against your criteria.
 
 CRITERIA:
@@ -359,8 +369,11 @@ def reflection_request(
     success: bool | None,
     tools_used: list[str],
     feedback: str | None,
+    shown: list[str] | None = None,
 ) -> LLMRequest:
-    """Episode reflection request (seed 004): what went well, improvements, rules, prompt tweaks."""
+    """Episode reflection request (seed 004): what went well, improvements, rules, prompt tweaks;
+    with ``shown`` (the texts of the learnings the assistant was shown, in order) it also asks
+    which of them helped or hurt (``helped`` / ``hurt``: 1-based numbers)."""
     _check_str("user_text", user_text)
     _check_str("assistant_text", assistant_text)
     _check_str("feedback", feedback, optional=True)
@@ -375,6 +388,11 @@ def reflection_request(
         tools_used=_clip(", ".join(tools), 500) or "(none)",
         feedback=fence("feedback", feedback),
     )
+    shown = [str(x) for x in (shown or [])]
+    if shown:
+        prompt += REFLECTION_SHOWN.format(
+            shown="\n".join(f"{i}. {fence('learning', text, limit=500)}" for i, text in enumerate(shown, start=1))
+        )
     return LLMRequest(
         task="reflection",
         prompt=prompt,
@@ -385,6 +403,7 @@ def reflection_request(
             "success": success,
             "tools_used": tools,
             "feedback": feedback,
+            "shown": shown,
         },
     )
 

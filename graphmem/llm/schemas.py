@@ -122,6 +122,12 @@ class EpisodeReflection(_Output):
     improvements: TextList = Field(default_factory=list, description="What could be better.")
     rules: TextList = Field(default_factory=list, description="General rules for next time.")
     prompt_suggestions: TextList = Field(default_factory=list, description="System-prompt tweaks.")
+    helped: list[int] = Field(
+        default_factory=list, description="Numbers of the LEARNINGS SHOWN that the answer followed and that helped."
+    )
+    hurt: list[int] = Field(
+        default_factory=list, description="Numbers of the LEARNINGS SHOWN that the answer followed and that hurt."
+    )
 
 
 

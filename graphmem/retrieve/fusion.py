@@ -51,6 +51,16 @@ def quality_prior(
     return quality, success, recency
 
 
+def exploration(catalog: LearningCatalog, rows: np.ndarray, settings: Settings) -> np.ndarray:
+    """Per-row exploration bonus on the quality: ``exploration_bonus`` for a learning never rated,
+    fading linearly to 0 at ``exploration_ratings`` helpful+harmful ratings (all 0 when off)."""
+    k = settings.exploration_ratings
+    if settings.exploration_bonus <= 0 or k <= 0:
+        return np.zeros(len(rows))
+    ratings = catalog.col("helpful")[rows] + catalog.col("harmful")[rows]
+    return settings.exploration_bonus * np.clip(1.0 - ratings / k, 0.0, 1.0)
+
+
 def blend(
     relevance: np.ndarray,
     quality: np.ndarray,

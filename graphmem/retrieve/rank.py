@@ -24,7 +24,7 @@ from graphmem.retrieve.candidates import (
     vector_candidates,
 )
 from graphmem.retrieve.context import ScoredLearning
-from graphmem.retrieve.fusion import blend, is_pinned, mmr, quality_prior, rrf
+from graphmem.retrieve.fusion import blend, exploration, is_pinned, mmr, quality_prior, rrf
 from graphmem.store.catalog import LearningCatalog, _ts
 
 if TYPE_CHECKING:
@@ -141,6 +141,8 @@ class Retriever:
         quality = success = recency = draws = None
         if s.quality_prior_enabled:
             quality, success, recency = quality_prior(catalog, rows, now_ts, s)
+            explore = exploration(catalog, rows, s)
+            quality = quality + explore
             if s.thompson_sampling:
                 h, b = catalog.col("helpful")[rows], catalog.col("harmful")[rows]
                 draws = self.rng.beta(h + 1.0, b + 1.0)
@@ -196,6 +198,9 @@ class Retriever:
                     f"confidence {conf:.2f}, recency {recency[i]:.2f})"
                 )
                 signals["quality"] = float(quality[i])
+                if explore[i] > 0:
+                    reasons.append(f"exploration +{explore[i]:.2f} ({n_help + n_harm} ratings)")
+                    signals["exploration"] = float(explore[i])
                 if draws is not None:
                     reasons.append(f"thompson draw {draws[i]:.2f}")
                     signals["thompson"] = float(draws[i])

@@ -88,13 +88,13 @@ def build_mcp(*, owner: Owner | None = None, memory: Memory | None = None) -> MC
     @mcp.tool()
     async def record_outcome(
         ctx: Context[Any, Any], context_id: str, success: bool | None = None, rating: str | None = None,
-        reasons: list[str] | None = None,
+        reasons: list[str] | None = None, used: list[str] | None = None,
     ) -> dict[str, Any]:
         """Call this AFTER acting on a context from get_context: did it work? `success` true/false,
-        or `rating` good|okay|bad; `reasons` optional tags such as fallback or retry. The learnings
-        that context showed get the credit or blame."""
+        or `rating` good|okay|bad; `reasons` optional tags such as fallback or retry; `used` the
+        ids of the learnings you acted on (without it the credit is shared by rank)."""
         def fn(mem: Memory, _: Principal) -> dict[str, Any]:
-            r = mem.record_outcome(context_id, success=success, rating=rating, reasons=reasons or ())
+            r = mem.record_outcome(context_id, success=success, rating=rating, reasons=reasons or (), used=used)
             return {"context_id": r.context_id, "verdict": str(r.verdict), "learnings_updated": len(r.learnings)}
         return dict(await run(ctx, fn, writes=True))
 

@@ -43,7 +43,8 @@ def search(body: s.SearchRequest, request: Request, mem: Memory = Depends(reader
 def record_outcome(body: s.OutcomeRequest, request: Request, mem: Memory = Depends(writer)) -> Response:
     """Credit or blame the learnings one of your contexts showed (another user's context: 404)."""
     return json_out(write(request, lambda: mem.record_outcome(
-        body.context_id, success=body.success, rating=body.rating, reasons=body.reasons)))
+        body.context_id, success=body.success, rating=body.rating, reasons=body.reasons, used=body.used,
+        helpful=body.helpful, harmful=body.harmful)))
 
 
 @router.get("/summaries", response_model=list[Summary])

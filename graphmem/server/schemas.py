@@ -144,6 +144,9 @@ class OutcomeRequest(_Body):
     success: bool | None = None
     rating: str | None = None
     reasons: list[str] = Field(default_factory=list)
+    used: list[str] | None = None  # the learnings acted on (None: credit shared by rank)
+    helpful: list[str] = Field(default_factory=list)
+    harmful: list[str] = Field(default_factory=list)
 
 
 class RefreshRequest(_Body):

@@ -31,6 +31,7 @@ class WindowOutcome(BaseModel):
     rating: str | None = None
     reasons: list[str] = Field(default_factory=list)
     outcome_at: datetime
+    verdict: str | None = None  # this learning's own verdict (a tag may differ from the outcome's)
 
 
 class PatternRow(BaseModel):
@@ -146,6 +147,27 @@ class LoopStore(KuzuBase):
         return [event_from_row(r) for r in rows]
 
     # --- patterns and effectiveness (seed 002) -------------------------------------------------
+    def set_credit(self, application_id: str, credits: dict[str, tuple[str, float]]) -> None:
+        """Record on each APPLIED_IN edge of the Application the learning's verdict and share
+        (``{learning_id: (verdict | 'none', share)}``)."""
+        rows = [{"id": k, "v": v, "w": float(w)} for k, (v, w) in credits.items()]
+        if rows:
+            self.write(
+                "UNWIND $rows AS r MATCH (l:Learning {id: r.id})-[e:APPLIED_IN]->(a:Application {id: $aid}) "
+                "SET e.verdict = r.v, e.credit = r.w",
+                {"aid": application_id, "rows": rows},
+            )
+
+    def applied_credit(self, application_id: str) -> dict[str, tuple[str, float]]:
+        """``{learning_id: (verdict, share)}`` recorded by the Application's outcome (edges without
+        a recorded verdict are left out)."""
+        rows = self.read(
+            "MATCH (l:Learning)-[e:APPLIED_IN]->(a:Application {id: $id}) WHERE e.verdict IS NOT NULL "
+            "RETURN l.id AS id, e.verdict AS v, e.credit AS w",
+            {"id": application_id},
+        )
+        return {str(r["id"]): (str(r["v"]), float(r["w"] if r["w"] is not None else 1.0)) for r in rows}
+
     def patterns(self, user_id: str) -> list[PatternRow]:
         """This user's Patterns."""
         rows = self.read(
@@ -200,8 +222,9 @@ class LoopStore(KuzuBase):
         """Ids of this user's non-disabled learnings shown in a context whose outcome is newer
         than the learning's ``window_mark`` (the newest outcome already counted)."""
         rows = self.read(
-            "MATCH (l:Learning)-[:APPLIED_IN]->(a:Application) "
+            "MATCH (l:Learning)-[e:APPLIED_IN]->(a:Application) "
             "WHERE l.user_id = $user AND a.user_id = $user AND l.status <> 'disabled' AND a.outcome_at IS NOT NULL "
+            "AND (e.verdict IS NULL OR e.verdict <> 'none') "
             "AND (l.window_mark IS NULL OR a.outcome_at > l.window_mark) "
             "RETURN DISTINCT l.id AS id ORDER BY id",
             {"user": user_id},
@@ -210,12 +233,13 @@ class LoopStore(KuzuBase):
 
     def outcome_window(self, learning_id: str, size: int) -> list[WindowOutcome]:
         """The last ``size`` outcomes of the owner's contexts that showed the learning, newest
-        first (other users' outcomes on a shared learning never move its lifecycle)."""
+        first (other users' outcomes on a shared learning never move its lifecycle). A context
+        whose outcome did not credit the learning (``used=`` named others) is not in its window."""
         rows = self.read(
-            "MATCH (l:Learning {id: $id})-[:APPLIED_IN]->(a:Application) "
-            "WHERE a.outcome_at IS NOT NULL AND a.user_id = l.user_id "
+            "MATCH (l:Learning {id: $id})-[e:APPLIED_IN]->(a:Application) "
+            "WHERE a.outcome_at IS NOT NULL AND a.user_id = l.user_id AND (e.verdict IS NULL OR e.verdict <> 'none') "
             "RETURN a.id AS application_id, a.outcome AS outcome, a.rating AS rating, a.reasons AS reasons, "
-            "a.outcome_at AS outcome_at ORDER BY a.outcome_at DESC LIMIT $n",
+            "a.outcome_at AS outcome_at, e.verdict AS verdict ORDER BY a.outcome_at DESC LIMIT $n",
             {"id": learning_id, "n": int(size)},
         )
         return [
