@@ -75,9 +75,19 @@ class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, Searc
         dim: int,
         embedder_name: str,
         read_only: bool = False,
+        vector_storage: str = "auto",
+        vector_int8_min_rows: int = 50_000,
     ) -> None:
         super().__init__(path, dim=dim, embedder_name=embedder_name, read_only=read_only)
+        self.learning_catalog.vectors.configure(vector_storage, vector_int8_min_rows)  # before the load
         self.reload_catalogs()
+
+    def configure_vectors(self, storage: str, int8_min_rows: int) -> None:
+        """Change how the learnings' vector mirror is stored ("auto", "float32", "int8"; see
+        graphmem/store/vectors.py); re-reads the file when int8 rows must become float32."""
+        with self._lock.exclusive():
+            if not self.learning_catalog.vectors.configure(storage, int8_min_rows):
+                self.reload_catalogs()
 
     def reload_catalogs(self) -> None:
         """Rebuild the in-memory catalogs from the file (on open, and after raw Cypher writes).
@@ -101,15 +111,18 @@ def open_store(
     dim: int,
     embedder_name: str,
     read_only: bool = False,
+    vector_storage: str = "auto",
+    vector_int8_min_rows: int = 50_000,
 ) -> KuzuGraphStore:
     """Open a store, sharing one instance per file within this process.
 
     Two ``kuzu.Database`` objects on one file in one process do not see each other's writes, so
     every Memory on the same file (e.g. one per user) shares a single store, reference-counted;
-    release it with :func:`release_store`.
+    release it with :func:`release_store`. The vector storage rule is the first opener's.
     """
+    vectors: dict[str, Any] = {"vector_storage": vector_storage, "vector_int8_min_rows": vector_int8_min_rows}
     if path is None:
-        return KuzuGraphStore(None, dim=dim, embedder_name=embedder_name, read_only=read_only)
+        return KuzuGraphStore(None, dim=dim, embedder_name=embedder_name, read_only=read_only, **vectors)
     key = str(os.path.abspath(os.fspath(path)))
     with _OPEN_LOCK:
         entry = _OPEN.get(key)
@@ -131,7 +144,7 @@ def open_store(
                 )
             _OPEN[key] = (store, count + 1)
             return store
-        store = KuzuGraphStore(key, dim=dim, embedder_name=embedder_name, read_only=read_only)
+        store = KuzuGraphStore(key, dim=dim, embedder_name=embedder_name, read_only=read_only, **vectors)
         _OPEN[key] = (store, 1)
         return store
 
