@@ -198,7 +198,7 @@ def embeddings(specs: list[dict[str, Any]], embedder: Any, tag: str, seed: int, 
         base = np.zeros((m, embedder.dim), dtype=np.float32)
         step = 1024
         for start in range(0, m, step):
-            base[start : start + step] = embedder.embed([s["content"] for s in specs[start : start + step]])
+            base[start : start + step] = embedder.embed([s["content"] for s in specs[start : min(m, start + step)]])
             print(f"  embedded {min(m, start + step)}/{m} ({time.perf_counter() - t:.0f} s)", flush=True)
         np.save(RESULTS / f"emb_{tag}_{m}_{seed}.npy", base)
     if m == n:

@@ -14,9 +14,10 @@ Moving to another engine means reimplementing this package only.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -99,6 +100,21 @@ class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, Searc
             self.forget_summary_texts()
             self.load_learning_catalog()
             self.load_event_catalog()
+        release_unused_memory()
+
+
+def release_unused_memory() -> None:
+    """Hand memory freed after a catalog load back to the OS (Arrow's pool and glibc's heap keep
+    it otherwise: ~290 MB of resident memory at 100k learnings)."""
+    with suppress(Exception):
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
+    if sys.platform.startswith("linux"):
+        with suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 _OPEN: dict[str, tuple[KuzuGraphStore, int]] = {}
