@@ -101,7 +101,7 @@ class Settings(BaseModel):
     embed_query_threads: int = 1
     embed_batch_threads: int = 0
     # the learnings' vector mirror (graphmem/store/vectors.py): "auto" keeps float32 rows below
-    # vector_int8_min_rows learnings and int8 codes (a quarter of the memory, recall@10 ≈ 0.996)
+    # vector_int8_min_rows learnings and int8 codes (a quarter of the memory, recall@10 0.993 at 100k)
     # from there on; "float32" / "int8" force one. Applied when the file is opened.
     vector_storage: str = "auto"
     vector_int8_min_rows: int = 50_000
