@@ -99,6 +99,10 @@ def scale_latency(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
     ):
         if all(key in r for r in results):
             ax.plot(sizes, [r[key] for r in results], style, label=label)
+    # the targets: p50 <= 15 ms at 10k, p50 <= 20 / p95 <= 35 ms at 100k, p50 <= 40 ms at 1M
+    for x, y, mark, label in ((1e4, 15, "_", "target p50"), (1e5, 20, "_", None), (1e6, 40, "_", None),
+                              (1e5, 35, "x", "target p95")):
+        ax.plot([x], [y], mark, color="red", markersize=18, mew=2, label=label)
     ax.set_xscale("log")
     ax.set_xlabel("learnings in memory")
     ax.set_ylabel("ms")

@@ -1,7 +1,7 @@
 """Latency and scale benchmark for ``Memory.context()`` (issue 4).
 
-    python -m benchmarks.scale [--sizes 1000 10000 100000] [--queries 200] \
-        [--json-out benchmarks/results/scale.json] [--embedder minilm|hash]
+    python -m benchmarks.scale [--sizes 1000 10000 100000] [--queries 200] [--embedder minilm|hash] \
+        [--corpus-embed-limit 10000] [--no-baseline] [--ann-check] [--save | --json-out PATH]
 
 For each size it generates learnings deterministically (templates over tools, entities, topics,
 five users, a few canary/candidate/disabled/archived ones), embeds them with the bundled MiniLM
@@ -13,7 +13,20 @@ embedding), bulk-loads a fresh Kùzu file, and measures:
   recorded), throughput, and the p50 of each stage;
 - embed: the p50 of embedding the same query texts alone, and context p50 / embed p50;
 - ingest: learnings/s through add_learning (one at a time) and add_learnings (batches of 100);
-- peak RSS of the process.
+- record_event p50 (one event, MiniLM embedding included);
+- RSS: the file is built in a child process, so the measuring process's resident memory
+  (current after open and peak after the context() calls) is what serving the file costs;
+- file size per 100 learnings of the freshly built file;
+- the vector mirror: its storage (float32 or int8, ``Settings.vector_storage``), its bytes,
+  recall@10 of its scan against an exact float32 scan of the same vectors (over the whole store
+  and over one user's eligible rows), both scans' p50 and their ratio, all in the same process;
+- baseline: context() again with the mirror forced to float32 (an exact scan), same queries,
+  same process; the ratios to it are the figures to compare across runs on a busy machine;
+- ``--ann-check``: a usearch HNSW index over the same vectors (build time, query p50, recall@10),
+  for sizes up to 20,000.
+
+Results go to benchmarks/results/local/scale.json (ignored); ``--save`` writes the tracked
+benchmarks/results/scale.json (and its plot) instead.
 
 The machine may be shared: treat figures as indicative and rerun on a quiet machine.
 """
@@ -28,6 +41,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +198,7 @@ def embeddings(specs: list[dict[str, Any]], embedder: Any, tag: str, seed: int, 
         base = np.zeros((m, embedder.dim), dtype=np.float32)
         step = 1024
         for start in range(0, m, step):
-            base[start : start + step] = embedder.embed([s["content"] for s in specs[start : start + step]])
+            base[start : start + step] = embedder.embed([s["content"] for s in specs[start : min(m, start + step)]])
             print(f"  embedded {min(m, start + step)}/{m} ({time.perf_counter() - t:.0f} s)", flush=True)
         np.save(RESULTS / f"emb_{tag}_{m}_{seed}.npy", base)
     if m == n:
@@ -215,6 +229,7 @@ def build(path: Path, specs: list[dict[str, Any]], vectors: np.ndarray, embedder
             canary_allocation=0.2 if s["status"] == "canary" else 1.0, helpful=s["helpful"],
             harmful=s["harmful"], confidence=s["confidence"], created_at=when, updated_at=when,
         ))
+    (path.parent / (path.name + ".ids.json")).write_text(json.dumps([l.id for l in learnings]))
     store = KuzuGraphStore(path, dim=embedder.dim, embedder_name=embedder.name)
     try:
         store.bulk_insert_learnings(learnings, vectors)
@@ -233,10 +248,39 @@ def build(path: Path, specs: list[dict[str, Any]], vectors: np.ndarray, embedder
     return time.perf_counter() - t
 
 
-def _utc(ts: float) -> Any:
-    from datetime import datetime, timezone
+def _build_child(path: Path, size: int, seed: int, tag: str, limit: int) -> None:
+    """Build the file in a child process (so its memory does not count in the parent's RSS)."""
+    embedder = make_embedder(tag)
+    specs = generate(size, seed)
+    build(path, specs, embeddings(specs, embedder, tag, seed, limit), embedder)
 
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+def build_apart(path: Path, size: int, seed: int, tag: str, limit: int) -> float:
+    """:func:`build` in a spawned child process; returns the seconds it took."""
+    import multiprocessing
+
+    t = time.perf_counter()
+    proc = multiprocessing.get_context("spawn").Process(target=_build_child, args=(path, size, seed, tag, limit))
+    proc.start()
+    proc.join()
+    if proc.exitcode != 0:
+        raise RuntimeError(f"building {path} failed in the child process (exit code {proc.exitcode})")
+    return time.perf_counter() - t
+
+
+def rss_mb() -> float:
+    """The process's current resident memory (VmRSS), in MB."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _utc(ts: float) -> Any:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ts, tz=UTC)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -245,26 +289,30 @@ def pct(values: list[float], q: float) -> float:
 
 
 GAP_S = 0.02  # idle time before each isolated context() call
+ANN_CHECK_MAX = 20_000  # --ann-check builds HNSW only up to this size (100k took 11 min on 2 busy cores)
 
 
-def measure(size: int, n_queries: int, embedder: Any, tag: str, seed: int, workdir: Path, limit: int = 0) -> dict[str, Any]:
+def measure(
+    size: int, n_queries: int, embedder: Any, tag: str, seed: int, workdir: Path, limit: int = 0,
+    *, with_baseline: bool = True, ann: bool = False,
+) -> dict[str, Any]:
     """Build a file of ``size`` learnings and measure it."""
     from graphmem import Memory, Settings
 
-    print(f"[{size}] generating and embedding", flush=True)
-    specs = generate(size, seed)
-    t = time.perf_counter()
-    vectors = embeddings(specs, embedder, tag, seed, limit)
-    embed_s = time.perf_counter() - t
+    print(f"[{size}] generating, embedding and building in a child process", flush=True)
     path = workdir / f"scale_{size}.kuzu"
     for p in (path, Path(str(path) + ".wal")):
         if p.exists():
             p.unlink()
-    build_s = build(path, specs, vectors, embedder)
+    build_s = build_apart(path, size, seed, tag, limit)
+    file_bytes = sum(p.stat().st_size for p in (path, Path(str(path) + ".wal")) if p.exists())
     print(f"[{size}] built in {build_s:.1f} s; opening", flush=True)
     t = time.perf_counter()
     mem = Memory(path, user="alice", embedder=embedder, settings=Settings())
     open_s = time.perf_counter() - t
+    rss_open = rss_mb()
+    vector_info: dict[str, Any] = {}
+    baseline: dict[str, Any] = {}
     try:
         qs = queries(n_queries + 20)
         for q in qs[:20]:  # warm-up: model, Kùzu caches, name index
@@ -288,10 +336,21 @@ def measure(size: int, n_queries: int, embedder: Any, tag: str, seed: int, workd
             mem.context(q["query"], tool=q["tool"], entities=q["entities"])
             isolated.append((time.perf_counter() - t) * 1e3)
         embed_alone = []
+        query_vectors = []
         for q in qs[20:]:
             t = time.perf_counter()
-            embedder.embed([q["query"]])
+            query_vectors.append(embedder.embed([q["query"]])[0])
             embed_alone.append((time.perf_counter() - t) * 1e3)
+        rss_after = rss_mb()
+        peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        events_ms = []
+        for i in range(30):
+            t = time.perf_counter()
+            mem.record_event("message", f"Benchmark event {i}: {qs[i]['query']}", role="user")
+            events_ms.append((time.perf_counter() - t) * 1e3)
+        vector_info = vector_check(mem, path, size, seed, tag, embedder, limit, np.asarray(query_vectors), ann)
+        if with_baseline:
+            baseline = baseline_run(mem, qs[20:], vector_info)
         t = time.perf_counter()
         for i in range(50):
             mem.add_learning(f"Benchmark single learning {i} about {TOPICS[i % len(TOPICS)]}", tool=TOOLS[i % len(TOOLS)], entities=[FIRST[i % len(FIRST)]])
@@ -304,9 +363,20 @@ def measure(size: int, n_queries: int, embedder: Any, tag: str, seed: int, workd
     finally:
         mem.close()
     ctx_p50, emb_p50 = pct(totals, 50), pct(embed_alone, 50)
+    extra: dict[str, Any] = {
+        "rss_after_open_mb": round(rss_open, 1),
+        "rss_after_queries_mb": round(rss_after, 1),
+        "record_event_p50_ms": round(pct(events_ms, 50), 2),
+        "file_mb_per_100_learnings": round(file_bytes / 1e6 / max(1, size) * 100, 3),
+        "file_mb": round(file_bytes / 1e6, 1),
+        "vector": vector_info,
+        "baseline_float32": baseline,
+    }
+    if baseline:
+        extra["context_p50_over_baseline"] = round(ctx_p50 / baseline["context_p50_ms"], 2)
+        extra["context_p95_over_baseline"] = round(pct(totals, 95) / baseline["context_p95_ms"], 2)
     return {
         "learnings": size,
-        "embed_corpus_s": round(embed_s, 1),
         "corpus_embedded_by_model": min(size, limit) if limit > 0 else size,
         "build_s": round(build_s, 2),
         "open_s": round(open_s, 3),
@@ -322,7 +392,108 @@ def measure(size: int, n_queries: int, embedder: Any, tag: str, seed: int, workd
         "avg_learnings_shown": round(shown / max(1, len(totals)), 2),
         "add_learning_per_s": round(single_rate, 1),
         "add_learnings_per_s": round(batch_rate, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(peak_rss, 1),
+        **extra,
+    }
+
+
+def vector_check(
+    mem: Any, path: Path, size: int, seed: int, tag: str, embedder: Any, limit: int, qv: np.ndarray, ann: bool
+) -> dict[str, Any]:
+    """Recall@10 and scan time of the mirror against an exact float32 scan of the same vectors."""
+    import torch
+
+    from graphmem.store.vectors import unit_rows
+
+    catalog = mem.store.learning_catalog
+    exact = unit_rows(embeddings(generate(size, seed), embedder, tag, seed, limit))
+    spec_of = {ident: i for i, ident in enumerate(json.loads((path.parent / (path.name + ".ids.json")).read_text()))}
+    n = len(catalog)
+    order = np.asarray([spec_of.get(i, -1) for i in catalog.ids[:n]])
+    known = order >= 0
+    ref = np.zeros((n, exact.shape[1]), dtype=np.float32)
+    ref[known] = exact[order[known]]
+    mine = np.asarray([u == "alice" for u in catalog.user[:n]]) | (catalog.col("shared") > 0)
+    mine &= known
+    rec_all, rec_user, t_mirror, t_exact, t_subset = [], [], [], [], []
+    ref_t = torch.from_numpy(ref)
+    rows = np.flatnonzero(mine)
+    for q in qv:
+        qn = unit_rows(q)[0]
+        t = time.perf_counter()
+        want = torch.mv(ref_t, torch.from_numpy(qn)).numpy()
+        t_exact.append((time.perf_counter() - t) * 1e3)
+        t = time.perf_counter()
+        got = catalog.vectors.cosine(q)
+        t_mirror.append((time.perf_counter() - t) * 1e3)
+        t = time.perf_counter()
+        catalog.vectors.cosine(q, rows)
+        t_subset.append((time.perf_counter() - t) * 1e3)
+        want_k, got_k = np.where(known, want, -np.inf), np.where(known, got, -np.inf)
+        rec_all.append(len(set(np.argsort(-want_k)[:10]) & set(np.argsort(-got_k)[:10])) / 10)
+        want_u, got_u = np.where(mine, want, -np.inf), np.where(mine, got, -np.inf)
+        rec_user.append(len(set(np.argsort(-want_u)[:10]) & set(np.argsort(-got_u)[:10])) / 10)
+    out: dict[str, Any] = {
+        "storage": "int8" if catalog.vectors.quantised else "float32",
+        "mirror_mb": round(catalog.vectors.nbytes / 1e6, 1),
+        "float32_mb": round(n * exact.shape[1] * 4 / 1e6, 1),
+        "recall_at_10": round(float(np.mean(rec_all)), 4),
+        "recall_at_10_min": round(float(np.min(rec_all)), 2),
+        "recall_at_10_one_user": round(float(np.mean(rec_user)), 4),
+        "scan_p50_ms": round(pct(t_mirror, 50), 2),
+        "scan_eligible_rows_p50_ms": round(pct(t_subset, 50), 2),
+        "eligible_share": round(float(mine.mean()), 3),
+        "exact_float32_scan_p50_ms": round(pct(t_exact, 50), 2),
+        "scan_over_exact": round(pct(t_mirror, 50) / pct(t_exact, 50), 2),
+    }
+    if ann and n <= ANN_CHECK_MAX:
+        out["hnsw"] = hnsw_check(ref[known], qv)
+    del ref, ref_t, exact
+    return out
+
+
+def hnsw_check(vectors: np.ndarray, qv: np.ndarray) -> dict[str, Any]:
+    """usearch HNSW (cosine, f16, M=16, ef_add=128) over the same vectors: build, query, recall."""
+    from usearch.index import Index
+
+    idx = Index(ndim=vectors.shape[1], metric="cos", dtype="f16", connectivity=16, expansion_add=128)
+    t = time.perf_counter()
+    idx.add(np.arange(len(vectors)), vectors, threads=1)
+    build_s = time.perf_counter() - t
+    out: dict[str, Any] = {"build_s": round(build_s, 1), "mb": round(idx.memory_usage / 1e6, 1)}
+    for ef in (64, 128):
+        idx.expansion_search = ef
+        recalls, times = [], []
+        for q in qv:
+            want = set(np.argsort(-(vectors @ (q / np.linalg.norm(q))))[:10].tolist())
+            t = time.perf_counter()
+            got = idx.search(q, 10, threads=1).keys
+            times.append((time.perf_counter() - t) * 1e3)
+            recalls.append(len(want & set(int(k) for k in got)) / 10)
+        out[f"ef{ef}"] = {"recall_at_10": round(float(np.mean(recalls)), 4), "query_p50_ms": round(pct(times, 50), 3)}
+    return out
+
+
+def baseline_run(mem: Any, qs: list[dict[str, Any]], vector_info: dict[str, Any]) -> dict[str, Any]:
+    """context() over the same queries with the mirror forced to float32 (exact scan)."""
+    settings = mem.settings
+    mem.store.configure_vectors("float32", settings.vector_int8_min_rows)
+    mirror_mb = round(mem.store.learning_catalog.vectors.nbytes / 1e6, 1)
+    try:
+        totals: list[float] = []
+        stages: list[float] = []
+        for q in qs:
+            t = time.perf_counter()
+            ctx = mem.context(q["query"], tool=q["tool"], entities=q["entities"])
+            totals.append((time.perf_counter() - t) * 1e3)
+            stages.append(ctx.timings_ms.get("vector", float("nan")))
+    finally:
+        mem.store.configure_vectors(settings.vector_storage, settings.vector_int8_min_rows)
+    return {
+        "context_p50_ms": round(pct(totals, 50), 2),
+        "context_p95_ms": round(pct(totals, 95), 2),
+        "vector_stage_p50_ms": round(pct(stages, 50), 2),
+        "mirror_mb": mirror_mb,
     }
 
 
@@ -338,14 +509,17 @@ def print_table(results: list[dict[str, Any]]) -> None:
         ("context_isolated_p95_ms", "isolated p95"), ("context_per_s", "ctx/s"), ("embed_query_p50_ms", "embed p50 ms"),
         ("context_over_embed", "ctx/embed"), ("add_learning_per_s", "add/s"),
         ("add_learnings_per_s", "batch add/s"), ("peak_rss_mb", "peak RSS MB"),
+        ("context_p50_over_baseline", "p50 / float32 p50"), ("record_event_p50_ms", "event p50 ms"),
+        ("file_mb_per_100_learnings", "MB per 100"),
     ]
     for _, title in cols:
         table.add_column(title, justify="right")
     for r in results:
-        table.add_row(*[str(r[k]) for k, _ in cols])
+        table.add_row(*[str(r.get(k)) for k, _ in cols])
     Console().print(table)
     for r in results:
         print(f"  {r['learnings']}: stage p50 ms {r['stage_p50_ms']}")
+        print(f"  {r['learnings']}: vector {r.get('vector')}; float32 baseline {r.get('baseline_float32')}")
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
@@ -359,6 +533,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--corpus-embed-limit", type=int, default=10000,
                     help="Embed at most this many corpus texts with the model; larger corpora reuse them with noise (0: all).")
     ap.add_argument("--embed-only", action="store_true", help="Only fill the embedding cache.")
+    ap.add_argument("--save", action="store_true", help="write the tracked benchmarks/results/scale.json")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the float32 (exact scan) baseline run")
+    ap.add_argument("--ann-check", action="store_true", help="also build a usearch HNSW index and measure it")
     args = ap.parse_args(argv)
     embedder = make_embedder(args.embedder)
     if args.embed_only:
@@ -368,18 +545,22 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     results = []
     try:
         for size in args.sizes:
-            results.append(measure(size, args.queries, embedder, args.embedder, args.seed, workdir, args.corpus_embed_limit))
+            results.append(measure(size, args.queries, embedder, args.embedder, args.seed, workdir, args.corpus_embed_limit,
+                                   with_baseline=not args.no_baseline, ann=args.ann_check))
             print(json.dumps(results[-1]), flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print_table(results)
-    if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"cpu_count": os.cpu_count(), "embedder": args.embedder, "queries": args.queries, "results": results}
-        args.json_out.write_text(json.dumps(payload, indent=2) + "\n")
-        from benchmarks.plots import scale_latency
+    out = args.json_out or (RESULTS if args.save else RESULTS / "local") / "scale.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "cpu_count": os.cpu_count(), "load_average": os.getloadavg(), "embedder": args.embedder,
+        "queries": args.queries, "corpus_embed_limit": args.corpus_embed_limit, "results": results,
+    }
+    out.write_text(json.dumps(payload, indent=2) + "\n")
+    from benchmarks.plots import scale_latency
 
-        print(f"wrote {args.json_out} and {scale_latency(results, args.json_out.with_suffix('.png'))}")
+    print(f"wrote {out} and {scale_latency(results, out.with_suffix('.png'))}")
     return results
 
 

@@ -104,6 +104,12 @@ class Settings(BaseModel):
     # a busy machine (torch's worker threads stall under CPU contention); 0 = torch's default
     embed_query_threads: int = 1
     embed_batch_threads: int = 0
+    # the learnings' vector mirror (graphmem/store/vectors.py): "auto" keeps float32 rows below
+    # vector_int8_min_rows learnings and int8 codes (a quarter of the memory, recall@10 0.993 at 100k)
+    # from there on; "float32" / "int8" force one. Applied when the file is opened.
+    vector_storage: str = "auto"
+    vector_int8_min_rows: int = 50_000
+    vector_scan_subset_below: float = 0.5  # scan only the eligible rows when fewer than this share are
     # search over events (Memory.search over="events"; benchmarks/locomo.py ablates each signal)
     search_fusion: str = "score"  # "score" (z-scored cosine + max-normalised BM25) or "rrf" (ranks)
     search_candidates: int = 100  # per ranked list (vector, full-text) before fusion
@@ -261,6 +267,7 @@ class Settings(BaseModel):
                 raise ValueError(f"summary_thresholds[{kind!r}] must be > 0, got {threshold}")
         choices = {
             "search_fusion": ("score", "rrf"),
+            "vector_storage": ("auto", "float32", "int8"),
             "summary_refresh": ("inline", "background"),
             "reflector_bullet_status": _STATUSES,
             "new_reflection_status": _STATUSES,
@@ -321,6 +328,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "p5_floor": _UNIT, "p5_drop_alert": _UNIT, "noise_max": _COUNT, "guard_rolling_window": _POSITIVE,
     "max_content_chars": _POSITIVE, "max_query_chars": _POSITIVE,
     "embed_query_threads": _COUNT, "embed_batch_threads": _COUNT,
+    "vector_int8_min_rows": _COUNT, "vector_scan_subset_below": _UNIT,
     "self_eval_active_confidence": _UNIT, "user_preferences_min_confidence": _UNIT,
     "bm25_k1": _COUNT, "bm25_b": _UNIT, "injection_doubt_threshold": _COUNT, "injection_refuse_threshold": _COUNT,  # above 1: never
     "server_max_body_bytes": _POSITIVE, "server_write_queue": _POSITIVE, "server_retry_after_s": _COUNT,

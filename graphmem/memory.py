@@ -118,7 +118,8 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         self.llm = llm if llm is not None else _default_llm()
         self.clock: Callable[[], datetime] = clock or utcnow
         self.store = open_store(
-            path, dim=self.embedder.dim, embedder_name=self.embedder.name, read_only=read_only
+            path, dim=self.embedder.dim, embedder_name=self.embedder.name, read_only=read_only,
+            vector_storage=self.settings.vector_storage, vector_int8_min_rows=self.settings.vector_int8_min_rows,
         )
         self._closed = False
 

@@ -249,7 +249,7 @@ class Curator:
         rows = np.flatnonzero(live)
         if rows.size == 0:
             return np.zeros(0, np.float32), rows
-        return catalog.vectors.cosine(embedding)[rows], rows
+        return catalog.vectors.cosine(embedding, rows), rows
 
     def _near_duplicate(self, text: str, sims: np.ndarray, rows: np.ndarray) -> str | None:
         """The most similar live learning at or above the dedup threshold with the same polarity."""

@@ -2,7 +2,8 @@
 
 - :func:`eligible_mask`: vectorised filters over the catalog's columns (user, status with
   canary sampling, tier, superseded, TTL).
-- :func:`vector_candidates`: exact cosine over the catalog's unit-vector matrix.
+- :func:`vector_candidates`: exact cosine over the catalog's vector mirror (float32 or int8,
+  graphmem/store/vectors.py), scanning only the eligible rows when they are few.
 - :func:`fulltext_candidates`: BM25 over the catalog's in-memory lexical index (per-user statistics).
 - :func:`graph_candidates`: one hop from the query's tool/entities/topics/objective type, then a
   capped, decayed second hop through RELATED entity/topic neighbours.
@@ -82,12 +83,25 @@ def eligible_mask(
 
 
 def vector_candidates(
-    catalog: LearningCatalog, query_vector: np.ndarray | None, mask: np.ndarray, n: int
+    catalog: LearningCatalog, query_vector: np.ndarray | None, mask: np.ndarray, n: int, subset_below: float = 0.0
 ) -> tuple[list[int], np.ndarray | None]:
-    """Top-``n`` eligible rows by cosine, best first, and the cosine of every row (or None)."""
+    """Top-``n`` eligible rows by cosine, best first, and the cosine of every row (or None).
+
+    When fewer than ``subset_below`` × all rows are eligible (another user's learnings are
+    most of the store), only the eligible rows are scanned and the others get cosine 0: callers
+    read ``sims`` at eligible rows only.
+    """
     if query_vector is None or len(catalog) == 0 or n <= 0:
         return [], None
-    sims = catalog.vectors.cosine(query_vector)
+    total = len(catalog)
+    eligible = int(mask.sum())
+    if subset_below > 0 and eligible < subset_below * total:
+        sims = np.zeros(total, dtype=np.float32)
+        rows = np.flatnonzero(mask)
+        if rows.size:
+            sims[rows] = catalog.vectors.cosine(query_vector, rows)
+    else:
+        sims = catalog.vectors.cosine(query_vector)
     masked = np.where(mask, sims, -np.inf)
     k = min(n, int(mask.sum()))
     if k <= 0:

@@ -103,7 +103,7 @@ class Retriever:
         if callable(query_vector):
             query_vector = query_vector()
             lap("embed")
-        vec_rows, sims = vector_candidates(catalog, query_vector, mask, n)
+        vec_rows, sims = vector_candidates(catalog, query_vector, mask, n, s.vector_scan_subset_below)
         lap("vector")
         hits: dict[int, GraphHit] = {}
         if any(anchors.values()):
@@ -152,7 +152,7 @@ class Retriever:
         lap("fuse")
 
         shortlist = np.argsort(-scores, kind="stable")[: max(3 * limit, 20)]
-        picked, redundancy = mmr(catalog.vectors.matrix[rows[shortlist]], scores[shortlist], limit, s.mmr_lambda)
+        picked, redundancy = mmr(catalog.vectors.vectors_of(rows[shortlist]), scores[shortlist], limit, s.mmr_lambda)
         chosen = [int(shortlist[i]) for i in picked]
         lap("mmr")
 

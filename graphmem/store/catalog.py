@@ -19,6 +19,7 @@ from graphmem.models import STATUSES, TIERS, Learning
 from graphmem.store.anchors import Anchor, AnchorIndex, anchors_of, owner_bucket
 from graphmem.store.lexical import LexicalIndex
 from graphmem.store.text import search_text
+from graphmem.store.vectors import ScanMatrix
 
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 TIER_CODE = {t: i for i, t in enumerate(TIERS)}
@@ -159,7 +160,7 @@ class LearningCatalog:
     )
 
     def __init__(self, dim: int) -> None:
-        self.vectors = VectorMatrix(dim)
+        self.vectors = ScanMatrix(dim)  # float32 rows, int8 codes from Settings.vector_int8_min_rows on
         self.anchors = AnchorIndex()
         self.lexical = LexicalIndex()  # BM25 over search_text, rows = matrix rows, per-user statistics
         self.user: list[str] = []
