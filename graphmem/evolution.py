@@ -13,6 +13,8 @@ and a step of ``run_cycle`` when ``Settings.evolve_in_cycle``):
    rated more helpful than harmful, most helpful first, at most ``Settings.evolve_parents`` (6).
 3. **Crossover**: the LLM breeds ``Settings.evolve_candidates`` (4) candidate rewrites of the
    original with the parents, shown the failed cases.
+   Candidates that copy the original, or are near-duplicates of a sibling or of each other
+   (cosine ≥ ``Settings.dedup_similarity``, the curator's threshold), are dropped.
 4. **Fitness**: every candidate *and the original* is tested on every case by the same judges
    that judged it (a trace's failed judges; else the judges configured for its node, else the
    default ``correctness`` judge): "would this bullet have helped?". A case counts as helpful
@@ -75,6 +77,7 @@ class EvolutionResult(BaseModel):
     parents: list[str] = Field(default_factory=list)  # the sibling parents (the original is a parent too)
     original: Candidate | None = None
     candidates: list[Candidate] = Field(default_factory=list)
+    duplicates: int = 0  # candidates dropped as near-duplicates of a sibling or of each other
     evolved_id: str | None = None
     evolved_content: str | None = None
     reason: str = ""
@@ -160,23 +163,44 @@ class Evolver:
         bred = self.llm.generate(request, CrossoverOutput).candidates[: s.evolve_candidates]
         result.original = self._test(Candidate(index=-1, content=original.content, applies_when=original.applies_when,
                                                recommendation=original.recommendation), plans)
-        seen = {original.content.strip().lower()}
+        vectors = self._distinct(original, siblings, [b.content.strip() for b in bred], result)
         for i, b in enumerate(bred):
-            if b.content.strip().lower() in seen:
-                continue
-            seen.add(b.content.strip().lower())
-            result.candidates.append(self._test(Candidate(index=i, content=b.content.strip(), applies_when=b.applies_when,
-                                                          recommendation=b.recommendation), plans))
+            if i in vectors:
+                result.candidates.append(self._test(Candidate(index=i, content=b.content.strip(),
+                                                              applies_when=b.applies_when,
+                                                              recommendation=b.recommendation), plans))
         best = max(result.candidates, key=lambda c: (c.fitness, -c.index), default=None)
         if best is None or best.fitness <= result.original.fitness:
             got = f"{best.fitness:.2f}" if best is not None else "none"
             result.reason = f"no candidate beat the original (best {got} vs {result.original.fitness:.2f})"
             self._mark(original.id)
             return result
-        child = self._write(original, siblings, best)
+        child = self._write(original, siblings, best, vectors[best.index])
         result.evolved_id, result.evolved_content = child.id, child.content
         result.reason = f"candidate {best.index + 1} scored {best.fitness:.2f} vs the original's {result.original.fitness:.2f}"
         return result
+
+    def _distinct(self, original: Learning, siblings: list[Learning], texts: list[str],
+                  result: EvolutionResult) -> dict[int, np.ndarray]:
+        """The candidates worth testing, by index, with their embeddings: not a copy of the
+        original, not a near-duplicate (cosine ≥ ``Settings.dedup_similarity``, the curator's
+        threshold) of a sibling or of an earlier candidate (seed 002's curator step)."""
+        if not texts:
+            return {}
+        vecs = [np.asarray(v, dtype=np.float32) for v in self.embedder.embed(texts)]
+        unit = [v / (float(np.linalg.norm(v)) or 1.0) for v in vecs]
+        others = [v / (float(np.linalg.norm(v)) or 1.0)
+                  for v in self.store.learning_vectors([p.id for p in siblings]).values()]
+        kept: dict[int, np.ndarray] = {}
+        for i, (text, u) in enumerate(zip(texts, unit)):
+            if not text or text.lower() == original.content.strip().lower():
+                continue
+            near = [float(o @ u) for o in others] + [float(unit[j] @ u) for j in kept]
+            if near and max(near) >= self.settings.dedup_similarity:
+                result.duplicates += 1
+                continue
+            kept[i] = vecs[i]
+        return kept
 
     # --- judging --------------------------------------------------------------------------------
     def _judges(self, case: dict[str, Any], only: str | None) -> list[dict[str, Any]]:
@@ -222,7 +246,7 @@ class Evolver:
         with self.store.transaction():
             self.store.set_evolved_at(learning_id, self.now())
 
-    def _write(self, original: Learning, siblings: list[Learning], best: Candidate) -> Learning:
+    def _write(self, original: Learning, siblings: list[Learning], best: Candidate, vector: np.ndarray) -> Learning:
         now = self.now()
         status = original.status if classify_text(best.content, self.settings).decision == "pass" else "candidate"
         child = Learning(
@@ -232,7 +256,6 @@ class Evolver:
             objective_type=original.objective_type, topics=list(original.topics), entities=list(original.entities),
             created_at=now, updated_at=now,
         )
-        vector = np.asarray(self.embedder.embed([best.content])[0], dtype=np.float32)
         links = LearningLinks(tool=child.tool, topics=child.topics, entities=child.entities,
                               objective_type=child.objective_type)
         reason = f"evolved by crossover: fitness {best.fitness:.2f} on its failed cases"

@@ -217,3 +217,11 @@ def test_cli_evolve_json(cli_db: Path) -> None:
     assert len(data["results"]) == 1 and data["results"][0]["evolved_id"]
     again = CliRunner().invoke(app, ["--db", str(cli_db), "--embedder", "hash", "evolve"])
     assert again.exit_code == 0 and "0 learning(s) tried" in again.output
+
+
+def test_near_duplicates_of_a_sibling_are_not_tested(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(settings=Settings(dedup_similarity=0.5))  # the curator's threshold, set low
+    bad, _ = failing_setup(mem)
+    res = mem.evolve(bad).results[0]
+    assert res.duplicates >= 1 and res.candidates == [] and not res.improved
+    assert mem.get_learning(bad).superseded_by is None
