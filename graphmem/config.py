@@ -227,6 +227,7 @@ class Settings(BaseModel):
     evolve_candidates: int = 4  # seed 002: 4 candidates bred by crossover
     evolve_parents: int = 6  # seed 002: up to 6 siblings used as parents (most helpful first)
     evolve_test_cases: int = 4  # seed 002: fitness = helpful / 4 failed cases
+    evolve_max_per_run: int = 5  # failing learnings one evolve()/cycle tries (LLM calls: ~1 + 5 x cases x judges each)
 
     # --- summaries (seed 001) ------------------------------------------------------------
     summary_thresholds: dict[str, int] = Field(default_factory=_summary_thresholds)
@@ -345,7 +346,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "prompt_ab_confidence": _UNIT, "prompt_initial_confidence": _UNIT,
     "distill_similarity": _UNIT, "distill_min_size": _POSITIVE, "distill_confidence": _UNIT,
     "evolve_min_ratings": _POSITIVE, "evolve_candidates": _POSITIVE, "evolve_parents": _POSITIVE,
-    "evolve_test_cases": _POSITIVE,
+    "evolve_test_cases": _POSITIVE, "evolve_max_per_run": _POSITIVE,
 }
 """The allowed range of every numeric setting; a numeric setting missing here must only be finite
 (tests/test_input_validation.py checks that every numeric setting is listed)."""

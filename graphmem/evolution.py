@@ -123,8 +123,10 @@ class Evolver:
         return self.store.failing_learnings(self.user, self.settings.evolve_min_ratings)
 
     def run(self, judge: str | None = None) -> EvolutionReport:
-        """Evolve every failing learning (see :meth:`failing`)."""
-        return EvolutionReport(results=[self.evolve(lid, judge=judge) for lid in self.failing()])
+        """Evolve the failing learnings (see :meth:`failing`), most harmful first, at most
+        ``Settings.evolve_max_per_run`` (the rest wait for the next run)."""
+        todo = self.failing()[: self.settings.evolve_max_per_run]
+        return EvolutionReport(results=[self.evolve(lid, judge=judge) for lid in todo])
 
     # --- one learning ---------------------------------------------------------------------------
     def evolve(self, learning_id: str, judge: str | None = None) -> EvolutionResult:

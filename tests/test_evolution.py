@@ -126,6 +126,14 @@ def test_too_few_ratings_is_not_failing_but_evolve_on_demand_works(make_memory: 
     strict = make_memory(path=Path(str(mem.store.path) + "-2"), settings=Settings(evolve_min_ratings=2))
     failing_setup(strict, n=2)
     assert len(strict.evolve().evolved) == 1
+    capped = make_memory(path=Path(str(mem.store.path) + "-3"), settings=Settings(evolve_max_per_run=1))
+    first, _ = failing_setup(capped)
+    second = capped.add_learning("Truncate invoice totals to whole dollars", tool="billing")
+    for i in range(4):
+        ctx = capped.context(f"invoice totals batch {i}", tool="billing")
+        capped.record_outcome(ctx.id, success=False, harmful=[second.id])
+    tried = [capped.evolve().results, capped.evolve().results]  # one per run, both in the end
+    assert [len(r) for r in tried] == [1, 1] and {r[0].learning_id for r in tried} == {first, second.id}
 
 
 def test_no_candidate_beats_the_original_nothing_is_written(make_memory: Callable[..., Memory]) -> None:
@@ -190,7 +198,7 @@ def test_run_cycle_evolves_failing_learnings_unless_switched_off(make_memory: Ca
 
 
 def test_settings_ranges_refuse_bad_values() -> None:
-    for name in ("evolve_min_ratings", "evolve_candidates", "evolve_parents", "evolve_test_cases"):
+    for name in ("evolve_min_ratings", "evolve_candidates", "evolve_parents", "evolve_test_cases", "evolve_max_per_run"):
         with pytest.raises(Exception, match=name):
             Settings(**{name: 0})
 
@@ -225,3 +233,18 @@ def test_near_duplicates_of_a_sibling_are_not_tested(make_memory: Callable[..., 
     res = mem.evolve(bad).results[0]
     assert res.duplicates >= 1 and res.candidates == [] and not res.improved
     assert mem.get_learning(bad).superseded_by is None
+
+
+def test_failed_traces_are_cases_judged_by_the_judges_that_failed_them(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    result = mem.trace("What's the VAT on 100 EUR?", "About 20 dollars", node="tax", ground_truth="21 EUR")
+    assert not result.passed and result.learnings
+    fix = result.learnings[0]
+    cases = mem.store.failed_cases(fix.id, 4)
+    assert [(c["kind"], c["ground_truth"], [v["judge"] for v in c["verdicts"]]) for c in cases] == [
+        ("trace", "21 EUR", ["correctness"])]
+    res = mem.evolve(fix.id).results[0]
+    assert res.cases == 1 and res.original is not None
+    assert res.original.by_judge == {"correctness": 1.0}  # the reflector's fix names the expected answer
+    assert res.original.fitness == 0.25  # 1 helpful case / 4, the seed's fitness
+    assert not res.improved and "no candidate beat the original" in res.reason
