@@ -159,6 +159,7 @@ class RunStats:
     learnings_tagged: int = 0
     cycles: int = 0
     transitions: int = 0
+    evolved: int = 0  # learnings superseded by bullet evolution in run_cycle (Settings.evolve_in_cycle)
     seconds: float = 0.0
 
     def curve(self, window: int) -> list[float]:
@@ -225,6 +226,19 @@ class Simulation:
             if l.id not in self.tags:
                 self.tags[l.id] = (slot, right)
                 self.stats.learnings_tagged += 1
+
+    def _tag_evolved(self, changes: Sequence[Any]) -> None:
+        """The world reads an evolved learning by its text: the wrong preference of the slot it is
+        about if it still says it (checked first: the agent would follow it), else the right one;
+        neither: untagged (acting on it is a guess)."""
+        for c in changes:
+            self.stats.evolved += 1
+            child = self.mem.get_learning(c.new)
+            text = f"{child.content} {child.recommendation or ''}".lower()
+            for i, slot in enumerate(SLOTS[: self.cfg.slots]):
+                if slot.wrong.lower() in text or slot.right.lower() in text:
+                    self._tag([child], i, slot.wrong.lower() not in text)
+                    break
 
     def pretrain(self) -> None:
         """Offline mode: the historical set, some of it stale (wrong)."""
@@ -295,6 +309,7 @@ class Simulation:
                     report = self.mem.run_cycle()
                     self.stats.cycles += 1
                     self.stats.transitions += len(report.transitions) + len(report.tier_changes) + len(report.pruned)
+                    self._tag_evolved(report.evolved)
         finally:
             self.mem.close()
         self.stats.seconds = round(time.perf_counter() - t0, 2)
@@ -357,12 +372,13 @@ def print_table(result: dict[str, Any], console: Any) -> None:
     console.print(curves)
     t = Table(title="per run")
     for col in ("run", "overall %", "final %", "advised", "wrong first", "corrections (wrong)", "injections accepted",
-                "lifecycle changes", "s"):
+                "lifecycle changes", "evolved", "s"):
         t.add_column(col, justify="right" if col != "run" else "left")
     for r in result["runs"]:
         t.add_row(r["name"], f"{100 * r['overall']:.1f}", f"{100 * (r['final_window'] or 0):.0f}", str(r["advised"]),
                   str(r["advised_wrong"]), f"{r['corrections']} ({r['wrong_corrections']})",
-                  f"{r['injections_accepted']}/{r['injections']}", str(r["transitions"]), f"{r['seconds']:.1f}")
+                  f"{r['injections_accepted']}/{r['injections']}", str(r["transitions"]), str(r.get("evolved", 0)),
+                  f"{r['seconds']:.1f}")
     console.print(t)
 
 

@@ -221,6 +221,14 @@ class Settings(BaseModel):
     distill_min_size: int = 3  # members a cluster needs to become a rule
     distill_confidence: float = 0.85  # seed 004: distilled rules 0.8-0.9
 
+    # --- bullet evolution (seed 002 Darwin-Gödel; graphmem/evolution.py) ----------------------
+    evolve_in_cycle: bool = True  # run_cycle evolves the learnings that keep failing
+    evolve_min_ratings: int = 4  # helpful + harmful a learning needs before it counts as failing
+    evolve_candidates: int = 4  # seed 002: 4 candidates bred by crossover
+    evolve_parents: int = 6  # seed 002: up to 6 siblings used as parents (most helpful first)
+    evolve_test_cases: int = 4  # seed 002: fitness = helpful / 4 failed cases
+    evolve_max_per_run: int = 5  # failing learnings one evolve()/cycle tries (LLM calls: ~1 + 5 x cases x judges each)
+
     # --- summaries (seed 001) ------------------------------------------------------------
     summary_thresholds: dict[str, int] = Field(default_factory=_summary_thresholds)
     summary_refresh: str = "inline"  # "inline" (after a write crosses a threshold) or "background"
@@ -337,6 +345,8 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "prompt_ab_allocation": _UNIT, "prompt_ab_min_trials": _COUNT, "prompt_ab_max_trials": _POSITIVE,
     "prompt_ab_confidence": _UNIT, "prompt_initial_confidence": _UNIT,
     "distill_similarity": _UNIT, "distill_min_size": _POSITIVE, "distill_confidence": _UNIT,
+    "evolve_min_ratings": _POSITIVE, "evolve_candidates": _POSITIVE, "evolve_parents": _POSITIVE,
+    "evolve_test_cases": _POSITIVE, "evolve_max_per_run": _POSITIVE,
 }
 """The allowed range of every numeric setting; a numeric setting missing here must only be finite
 (tests/test_input_validation.py checks that every numeric setting is listed)."""

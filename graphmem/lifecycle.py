@@ -32,6 +32,8 @@
 
 6. **Prompt A/B tests** (seed 004): decided by :meth:`graphmem.prompts.PromptService.decide`.
 7. **Distillation** (seed 004): clusters of similar episodes become rules (:mod:`graphmem.distill`).
+8. **Bullet evolution** (seed 002): learnings that keep failing are rewritten by crossover
+   (:mod:`graphmem.evolution`).
 
 Every status/tier change goes through ``Memory._apply_changes``: version + 1 and a Transition.
 """
@@ -103,18 +105,19 @@ class CycleReport(BaseModel):
     decayed: list[Change] = Field(default_factory=list)
     prompts: list[Change] = Field(default_factory=list)  # A/B tests decided (graphmem/prompts.py)
     distilled: list[Change] = Field(default_factory=list)  # rules distilled (graphmem/distill.py)
+    evolved: list[Change] = Field(default_factory=list)  # failing learnings evolved (graphmem/evolution.py)
     warnings: list[str] = Field(default_factory=list)
 
     @property
     def changed(self) -> int:
         """How many changes the cycle made."""
         return sum(len(x) for x in (self.transitions, self.beliefs, self.invalidated, self.pruned,
-                                    self.tier_changes, self.decayed, self.prompts, self.distilled))
+                                    self.tier_changes, self.decayed, self.prompts, self.distilled, self.evolved))
 
     def rows(self) -> list[dict[str, Any]]:
         """Every change as a table row (section, learning, field, old, new, reason)."""
         out = []
-        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled"):
+        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled", "evolved"):
             for c in getattr(self, section):
                 out.append({"section": section, "learning": c.learning_id[:8], "field": c.field,
                             "old": c.old, "new": c.new, "reason": c.reason})
@@ -368,6 +371,10 @@ def run_cycle(mem: Memory) -> CycleReport:
     for rule in mem.distill().rules:  # graphmem/distill.py
         report.distilled.append(Change(learning_id=rule.rule_id, field="members", old=str(len(rule.members) - len(rule.new_members)),
                                        new=str(len(rule.members)), reason=("created: " if rule.created else "extended: ") + rule.content[:120]))
+    if mem.settings.evolve_in_cycle:
+        for res in mem.evolve().evolved:  # graphmem/evolution.py
+            report.evolved.append(Change(learning_id=res.learning_id, field="superseded_by", old="",
+                                         new=str(res.evolved_id), reason=res.reason))
     return report
 
 

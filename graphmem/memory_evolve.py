@@ -1,5 +1,5 @@
-"""The self-improvement part of :class:`graphmem.Memory`: prompt versions with A/B tests and
-distillation. Thin methods: the work is done by :mod:`graphmem.prompts` and
+"""The self-improvement part of :class:`graphmem.Memory`: prompt versions with A/B tests,
+distillation and bullet evolution. Thin methods: the work is done by :mod:`graphmem.prompts` and
 :mod:`graphmem.distill`, which take their dependencies (store, embedder, settings, clock, user,
 LLM) explicitly; ``Memory`` inherits these methods (``mem.add_prompt(...)`` etc.).
 """
@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from graphmem.distill import Distiller, DistillReport
+from graphmem.evolution import EvolutionReport, Evolver
 from graphmem.inputs import optional_string, require_bool, require_text
 from graphmem.prompts import ABTest, PromptServe, PromptService, PromptVersion
 from graphmem.regression import TestExport
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 class EvolveAPI:
     """add_prompt, prompts, active_prompt, prompt_for, prompt_test, propose_prompt, distill,
-    export_tests (mixed into Memory)."""
+    export_tests, evolve (mixed into Memory)."""
 
     store: KuzuGraphStore
     settings: Settings
@@ -113,3 +114,22 @@ class EvolveAPI:
 
         require_path("directory", directory)
         return regression.export_tests(self.store, self.user, directory, agent=agent)
+
+    def evolve(self, learning_id: str | None = None, *, judge: str | None = None) -> EvolutionReport:
+        """Bullet evolution: rewrite a learning that keeps failing by LLM crossover with its most
+        helpful siblings (same tool/topic), test the candidates and the original on the cases
+        where it failed with the same judges, and let the fittest candidate SUPERSEDE it when it
+        beats it (``source_type="evolution"``, EVOLVED_FROM its parents). ``learning_id=None``:
+        every failing learning (harmful ≥ helpful after ``Settings.evolve_min_ratings``), as
+        ``run_cycle()`` does. ``judge``: test with that judge only. See README "Bullet evolution"."""
+        evolver = Evolver(self.store, self.embedder, self.llm, self.settings, self.now, self.user,
+                          on_changed=lambda ls, change: self._on_learnings_changed(ls, change=change))
+        who = optional_string("judge", judge)
+        if learning_id is None:
+            report = evolver.run(judge=who)
+        else:
+            report = EvolutionReport(results=[evolver.evolve(require_text("learning_id", learning_id, max_chars=200),
+                                                             judge=who)])
+        if report.evolved:
+            self._after_write()
+        return report

@@ -31,7 +31,8 @@ from graphmem.llm.prompts import (
     reflector_request,
     summary_request,
 )
-from graphmem.llm.schemas import ContradictionJudgement
+from graphmem.llm.prompts_evolution import bullet_test_request, crossover_request
+from graphmem.llm.schemas import BulletTest, ContradictionJudgement, CrossoverOutput
 
 LLM = OfflineLLM()
 ACTIONS = [
@@ -291,6 +292,8 @@ def test_every_task_has_a_builder_and_answers_deterministically() -> None:
         "injection": (injection_request("Keep emails short", "owner"), InjectionVerdict),
         "contradiction": (contradiction_request({"content": "Use bullet points for Dana", "tool": None,
                                                  "entities": ["Dana"]}, []), ContradictionJudgement),
+        "crossover": (crossover_request({"content": "Round totals"}, [{"content": "Show cents"}], [], 4), CrossoverOutput),
+        "bullet_test": (bullet_test_request("j", "c", "Show cents", "i", "o", "o.50", None), BulletTest),
     }
     assert set(requests) == set(TASKS)
     for task, (req, schema) in requests.items():

@@ -47,6 +47,7 @@ def test_supersede_archives_the_older_one_and_links_it(mem: Memory) -> None:
 
 
 def test_memory_has_the_prompt_version_and_distill_methods() -> None:
-    """The self-improvement surface of Memory (prompt versions with A/B tests, distillation, failures to tests) is pinned."""
-    for name in ("add_prompt", "prompts", "active_prompt", "prompt_for", "prompt_test", "propose_prompt", "distill", "export_tests"):
+    """The self-improvement surface of Memory (prompt versions with A/B tests, distillation, failures to tests, bullet evolution) is pinned."""
+    for name in ("add_prompt", "prompts", "active_prompt", "prompt_for", "prompt_test", "propose_prompt", "distill", "export_tests",
+                 "evolve"):
         assert callable(getattr(Memory, name)), name

@@ -1,4 +1,4 @@
-"""The README's prompt-versions and distillation examples run as printed."""
+"""The README's prompt-versions, distillation, failures-to-tests and bullet-evolution examples run as printed."""
 
 from __future__ import annotations
 
@@ -45,3 +45,9 @@ def test_the_failures_to_tests_example_runs(tmp_path: Path, monkeypatch: object)
     script = shell.replace("pytest ai_tests", f"{sys.executable} -m pytest -q -p no:cacheprovider ai_tests")
     done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_bullet_evolution_example_runs() -> None:
+    lines = run_section("Bullet evolution")
+    assert lines == ["0.0 1.0", "evolution True",
+                     "Round invoice totals to whole dollars; always show cents and the currency code in invoice totals"]

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, get_args, run
 from pydantic import BaseModel, ConfigDict, Field
 
 Task = Literal[
-    "feedback", "objective_eval", "reflection", "judge", "reflector", "summary", "injection", "contradiction"
+    "feedback", "objective_eval", "reflection", "judge", "reflector", "summary", "injection", "contradiction",
+    "crossover", "bullet_test",
 ]
 """The kinds of request an LLM answers; each has one output model in :mod:`.schemas`."""
 

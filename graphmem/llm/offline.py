@@ -9,6 +9,7 @@ It reads ``request.inputs`` (never ``request.prompt``) and answers with the requ
 - judge: ground-truth match (normalised exact, containment, token F1) or criteria checks.
 - reflector: one bullet per failed verdict ("When <input>, answer <truth> instead of <output>").
 - summary: extractive and incremental: previous bullets minus removed plus new, corrections first.
+- crossover / bullet_test: bullet evolution (:mod:`graphmem.llm.offline_evolution`).
 
 Text from tools and traces is only ever quoted or classified, never reworded into an instruction:
 only the owner's own words (feedback) are.
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from graphmem.errors import LLMError, LLMValidationError
 from graphmem.llm.base import LLMRequest, T
+from graphmem.llm.offline_evolution import crossover_bullets, judge_bullet
 from graphmem.llm.offline_facts import extract_facts
 from graphmem.llm.offline_feedback import _objective_type_of, analyse_feedback
 from graphmem.llm.offline_text import _STOP, _cap, _gist, _norm, _rx, _sentences, _similar, _tokens, _unique, _words
@@ -406,6 +408,9 @@ _RULES: dict[str, tuple[Callable[..., BaseModel], tuple[str, ...], tuple[str, ..
     "summary": (summarize, (), ("previous", "learnings", "removed", "max_bullets")),
     "injection": (screen_injection, ("text",), ("channel",)),
     "contradiction": (judge_contradictions, ("new", "candidates"), ()),
+    "crossover": (crossover_bullets, ("original",), ("parents", "failures", "n")),
+    "bullet_test": (judge_bullet, ("bullet",), ("judge_name", "criteria", "input_text", "output", "ground_truth",
+                                               "reasoning")),
 }
 
 

@@ -154,6 +154,21 @@ class ReflectorOutput(_Output):
     bullets: list[ReflectorBullet] = Field(default_factory=list, max_length=10, description="New bullets.")
 
 
+class CrossoverOutput(_Output):
+    """Bullet evolution (seed 002 Darwin-Gödel): candidate rewrites bred from a failing bullet and
+    its most helpful siblings."""
+
+    candidates: list[ReflectorBullet] = Field(default_factory=list, max_length=10,
+                                              description="The candidate rewrites, best guess first.")
+
+
+class BulletTest(_Output):
+    """A judge's answer to "would this bullet have helped on this failed case?" (seed 002)."""
+
+    helpful: bool = Field(description="True if following the bullet would have made the output pass.")
+    reasoning: str = Field(min_length=1, description="Why, in one sentence.")
+
+
 InjectionFamily = Literal["exfiltration", "authority", "safeguards"]
 _FAMILY_NAMES = ("exfiltration", "authority", "safeguards")
 
@@ -221,7 +236,9 @@ class ContradictionJudgement(_Output):
 
 
 __all__ = [
+    "BulletTest",
     "ContradictionJudgement",
+    "CrossoverOutput",
     "EpisodeReflection",
     "EvaluationLearning",
     "FeedbackAnalysis",

@@ -28,6 +28,7 @@ from graphmem.store.bulk import BulkStore
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.distill import DistillStore
 from graphmem.store.events import EventStore
+from graphmem.store.evolution import EvolutionStore
 from graphmem.store.facts import FactStore
 from graphmem.store.forget import ForgetStore
 from graphmem.store.learnings import LearningStore
@@ -69,7 +70,7 @@ class GraphStore(Protocol):
 
 
 class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore,
-                     ForgetStore, FactStore, PromptStore, DistillStore, RegressionStore):
+                     ForgetStore, FactStore, PromptStore, DistillStore, RegressionStore, EvolutionStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(
