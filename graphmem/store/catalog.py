@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from graphmem.models import STATUSES, TIERS, Learning
 from graphmem.store.anchors import Anchor, AnchorIndex, anchors_of, owner_bucket
 from graphmem.store.lexical import LexicalIndex
 from graphmem.store.text import search_text
-from graphmem.store.vectors import ScanMatrix
+from graphmem.store.vectors import ScanMatrix, _torch
 
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 TIER_CODE = {t: i for i, t in enumerate(TIERS)}
@@ -52,21 +51,6 @@ def normalise(vectors: np.ndarray, *, in_place: bool = False) -> np.ndarray:
         v /= norms[:, None]
         return v
     return v / norms[:, None]
-
-
-_TORCH: list[Any] = []
-
-
-def _torch() -> Any:
-    """torch if importable (imported on first use, never at import time), else None."""
-    if not _TORCH:
-        module: Any
-        try:
-            import torch as module
-        except ImportError:
-            module = None
-        _TORCH.append(module)
-    return _TORCH[0]
 
 
 @dataclass
