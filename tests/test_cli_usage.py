@@ -186,7 +186,7 @@ def test_each_benchmark_has_one_name() -> None:
     `graphmem bench NAME --help` shows that benchmark's own options."""
     import importlib
 
-    from graphmem.cli_bench import BENCHMARKS
+    from graphmem.cli.bench import BENCHMARKS
 
     for name, (module, _, _) in BENCHMARKS.items():
         assert module == f"benchmarks.{name}"

@@ -286,7 +286,7 @@ def test_summarizers_share_the_interface() -> None:
 def test_cli_refresh(make_memory: MakeMemory, db_path: Any) -> None:
     import json
 
-    import graphmem.cli_summaries  # noqa: F401  -- registers `refresh`
+    import graphmem.cli.summaries  # noqa: F401  -- registers `refresh`
     from graphmem.cli import app
 
     mem = make_memory(settings=BACKGROUND)

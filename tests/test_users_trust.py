@@ -297,7 +297,7 @@ def test_forget_learning_deletes_one_learning_and_its_private_names(make_memory:
 
 
 def test_cli_forget(make_memory: MakeMemory, db_path: Path) -> None:
-    import graphmem.cli_forget  # noqa: F401  -- registers `forget`
+    import graphmem.cli.forget  # noqa: F401  -- registers `forget`
     from graphmem.cli import app
 
     alice, bob = make_memory("alice"), make_memory("bob")

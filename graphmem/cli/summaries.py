@@ -22,7 +22,7 @@ import typer
 from rich.live import Live
 from rich.text import Text
 
-from graphmem.cli import command, console, open_memory, print_json, print_rows, state
+from graphmem.cli.common import command, console, open_memory, print_json, print_rows, state
 from graphmem.errors import DatabaseLockedError
 from graphmem.models import Summary
 

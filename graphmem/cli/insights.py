@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from graphmem.cli import command, console, open_memory, print_json, print_rows, warn_other_users
+from graphmem.cli.common import command, console, open_memory, print_json, print_rows, warn_other_users
 from graphmem.errors import GraphmemError
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from graphmem.cli import command, console, open_memory, print_json, state
-from graphmem.cli_bulk import progress_bar
+from graphmem.cli.bulk import progress_bar
+from graphmem.cli.common import command, console, open_memory, print_json, state
 from graphmem.errors import GraphmemError
 
 

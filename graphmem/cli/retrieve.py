@@ -1,10 +1,10 @@
-"""`graphmem context`: the context an agent would get before a tool call (issue 4)."""
+"""`graphmem context`: the context an agent would get before a tool call."""
 
 from __future__ import annotations
 
 import typer
 
-from graphmem.cli import command, console, open_memory, print_json, print_rows
+from graphmem.cli.common import command, console, open_memory, print_json, print_rows
 
 
 @command("context")

@@ -17,7 +17,7 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from graphmem.cli import command, console, err_console, open_memory, print_json
+from graphmem.cli.common import command, console, err_console, open_memory, print_json
 from graphmem.errors import GraphmemError
 
 

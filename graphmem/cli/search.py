@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from graphmem.cli import command, open_memory, print_json, print_rows
+from graphmem.cli.common import command, open_memory, print_json, print_rows
 
 
 def hit_rows(hits: list[Any]) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ import os
 
 import typer
 
-from graphmem.cli import app, command, console, err_console, make_llm, open_memory, print_json, print_rows, state
+from graphmem.cli.common import app, command, console, err_console, make_llm, open_memory, print_json, print_rows, state
 from graphmem.errors import GraphmemError, InvalidInputError
 
 keys_app = typer.Typer(help="Create, list and remove the server's API keys (stored hashed).", no_args_is_help=True)

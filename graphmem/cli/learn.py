@@ -1,4 +1,4 @@
-"""Learning from experience on the command line (issue 3).
+"""Learning from experience on the command line.
 
 - ``graphmem event KIND "CONTENT" [--tool T] [--success|--failure] [--objective ID] [--role R] [--json]``
 - ``graphmem observe "MESSAGE" [--tool T] [--not-owner] [--role R] [--objective ID] [--entity E]... [--json]``
@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from graphmem.cli import app, command, console, learning_rows, open_memory, print_json, print_rows, resolve_id
+from graphmem.cli.common import app, command, console, learning_rows, open_memory, print_json, print_rows, resolve_id
 from graphmem.errors import GraphmemError, InvalidInputError, LLMError
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from graphmem.cli import command, console, open_memory, print_json, print_rows
+from graphmem.cli.common import command, console, open_memory, print_json, print_rows
 
 
 @command("doctor")

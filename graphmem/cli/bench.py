@@ -19,7 +19,7 @@ from typing import Any
 
 import typer
 
-from graphmem.cli import command, console, print_json
+from graphmem.cli.common import command, console, print_json
 from graphmem.errors import GraphmemError
 
 #: bench name -> (module, whether its main takes --json itself, its default JSON output file)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from graphmem.cli import app, command, console, open_memory, print_json
+from graphmem.cli.common import app, command, console, open_memory, print_json
 from graphmem.errors import GraphmemError
 
 tests_app = typer.Typer(help="Behaviour tests made from failures that later got a fix.", no_args_is_help=True)

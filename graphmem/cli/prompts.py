@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from graphmem.cli import app, command, console, open_memory, print_json, print_rows
+from graphmem.cli.common import app, command, console, open_memory, print_json, print_rows
 from graphmem.errors import GraphmemError
 
 prompt_app = typer.Typer(help="Prompt versions per role, A/B tested between the active one and a candidate.",
