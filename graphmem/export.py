@@ -38,7 +38,7 @@ from graphmem.insights import outcome_success
 from graphmem.models import Event, Objective
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 FeedbackFilter = Literal["any", "positive"]
 _CONTEXT_KEYS = ("context_id", "application_id")
@@ -98,11 +98,11 @@ def _in_window(created: datetime | None, start: datetime, end: datetime) -> bool
     return created is not None and start <= created <= end
 
 
-def episodes(mem: Memory) -> list[Episode]:
+def episodes(deps: Deps) -> list[Episode]:
     """The user's episodes, each with its signals counted (see the module docstring)."""
-    events = mem.store.episode_events(mem.user)
-    objectives = {o.id: o for o in mem.store.user_objectives(mem.user)}
-    apps = mem.store.application_outcomes(mem.user)
+    events = deps.store.episode_events(deps.user)
+    objectives = {o.id: o for o in deps.store.user_objectives(deps.user)}
+    apps = deps.store.application_outcomes(deps.user)
     apps_by_id = {a["id"]: a for a in apps}
     out: list[Episode] = []
     for (kind, ident), evs in _group(events).items():
@@ -243,13 +243,13 @@ def pairs(episode: Episode) -> list[dict[str, Any]]:
     return records
 
 
-def training_pairs(mem: Memory, *, min_confidence: float = 0.0, feedback: str = "any") -> tuple[list[dict[str, Any]], int, int]:
+def training_pairs(deps: Deps, *, min_confidence: float = 0.0, feedback: str = "any") -> tuple[list[dict[str, Any]], int, int]:
     """Training records of successful episodes passing the filters; also (#episodes, #kept)."""
     if feedback not in ("any", "positive"):
         raise InvalidInputError(f"feedback must be 'any' or 'positive', got {feedback!r}")
     if not 0.0 <= float(min_confidence) <= 1.0:
         raise InvalidInputError(f"min_confidence must be between 0 and 1, got {min_confidence}")
-    eps = episodes(mem)
+    eps = episodes(deps)
     kept = [
         ep for ep in eps
         if ep.successful and ep.confidence >= min_confidence and (feedback == "any" or ep.feedback == "positive")
@@ -259,10 +259,10 @@ def training_pairs(mem: Memory, *, min_confidence: float = 0.0, feedback: str = 
 
 
 def export_jsonl(
-    mem: Memory, path: str | os.PathLike[str], *, min_confidence: float = 0.0, feedback: str = "any"
+    deps: Deps, path: str | os.PathLike[str], *, min_confidence: float = 0.0, feedback: str = "any"
 ) -> ExportReport:
     """Write the training records to ``path``, one JSON object per line."""
-    records, total, kept = training_pairs(mem, min_confidence=min_confidence, feedback=feedback)
+    records, total, kept = training_pairs(deps, min_confidence=min_confidence, feedback=feedback)
     target = _target(path)
     with open(target, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
@@ -293,7 +293,7 @@ def _attr(name: str, reserved: str) -> str:
     return f"{name}_" if name == reserved else name
 
 
-def graph(mem: Memory, *, scope: str = "user") -> Any:
+def graph(deps: Deps, *, scope: str = "user") -> Any:
     """The graph as a ``networkx.MultiDiGraph`` (vectors left out, properties as strings).
 
     ``scope="user"``: this user's view of the file (as ``Memory.cypher``); ``"all"``: every node.
@@ -305,9 +305,9 @@ def graph(mem: Memory, *, scope: str = "user") -> Any:
     from graphmem.store import analyst
 
     if scope == "user":
-        nodes, edges = analyst.user_graph(mem.store, mem.user)
+        nodes, edges = analyst.user_graph(deps.store, deps.user)
     elif scope == "all":
-        nodes, edges = mem.store.graph_nodes(), mem.store.graph_edges()
+        nodes, edges = deps.store.graph_nodes(), deps.store.graph_edges()
     else:
         raise InvalidInputError(f"scope must be 'user' or 'all', got {scope!r}")
     g = nx.MultiDiGraph()
@@ -327,12 +327,12 @@ def graph(mem: Memory, *, scope: str = "user") -> Any:
     return g
 
 
-def export_graphml(mem: Memory, path: str | os.PathLike[str], *, scope: str = "user") -> ExportReport:
+def export_graphml(deps: Deps, path: str | os.PathLike[str], *, scope: str = "user") -> ExportReport:
     """Write the graph to ``path`` as GraphML (readable by networkx, Gephi, yEd, Cytoscape):
     this user's view (``scope="user"``) or the whole file (``scope="all"``)."""
     import networkx as nx
 
     target = _target(path)
-    g = graph(mem, scope=scope)
+    g = graph(deps, scope=scope)
     nx.write_graphml(g, str(target))
     return ExportReport(path=str(target), format="graphml", nodes=g.number_of_nodes(), edges=g.number_of_edges())

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from graphmem.learnings import LearningService
 from graphmem.models import STATUSES, TIERS
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 _POSITIVE = frozenset({"success", "succeeded", "accepted", "accept", "pass", "passed", "helpful", "true", "good", "positive", "ok"})
 _NEGATIVE = frozenset({"failure", "failed", "fail", "rejected", "reject", "harmful", "false", "bad", "negative", "error"})
@@ -187,10 +188,10 @@ def by_day(rows: Sequence[dict[str, Any]]) -> list[DayOutcomes]:
     return [days[k] for k in sorted(days)]
 
 
-def compute(mem: Memory, *, timeline: int = 50) -> Insights:
-    """The insights of ``mem``'s user (see the module docstring)."""
-    rows = mem.store.application_outcomes(mem.user)
-    mine = [l for l in mem.learnings() if l.user_id == mem.user]
+def compute(deps: Deps, *, timeline: int = 50) -> Insights:
+    """The insights of ``deps``'s user (see the module docstring)."""
+    rows = deps.store.application_outcomes(deps.user)
+    mine = [l for l in LearningService(deps).learnings() if l.user_id == deps.user]
     status_counts: Counter[str] = Counter({s: 0 for s in STATUSES})
     tier_counts: Counter[str] = Counter({t: 0 for t in TIERS})
     for l in mine:
@@ -205,10 +206,10 @@ def compute(mem: Memory, *, timeline: int = 50) -> Insights:
         )
         for l in sorted(mine, key=lambda l: (STATUSES.index(l.status), -l.score, l.id))
     ]
-    entries = [TimelineEntry.model_validate(r) for r in mem.store.recent_transitions(mem.user, limit=timeline)]
+    entries = [TimelineEntry.model_validate(r) for r in deps.store.recent_transitions(deps.user, limit=timeline)]
     return Insights(
-        user=mem.user,
-        generated_at=mem.now(),
+        user=deps.user,
+        generated_at=deps.now(),
         overview=overview(rows),
         status_counts=dict(status_counts),
         tier_counts=dict(tier_counts),

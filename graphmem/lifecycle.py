@@ -35,7 +35,7 @@
 8. **Bullet evolution** (seed 002): learnings that keep failing are rewritten by crossover
    (:mod:`graphmem.evolution`).
 
-Every status/tier change goes through ``Memory._apply_changes``: version + 1 and a Transition.
+Every status/tier change goes through :meth:`graphmem.learnings.LearningService.apply_changes`: version + 1 and a Transition.
 """
 
 from __future__ import annotations
@@ -46,12 +46,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from graphmem.config import Settings
+from graphmem.improve import ImproveService
 from graphmem.learn.screening import classify_text
+from graphmem.learnings import LearningService
 from graphmem.models import Learning, Transition
 from graphmem.store.loop import WindowOutcome
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 WindowVerdict = Literal["pass", "fail", "none"]
 RATING_QUALITY = {"good": 1.0, "okay": 0.5, "bad": 0.0}
@@ -201,29 +203,29 @@ def step(learning: Learning, verdict: WindowVerdict, s: Settings) -> dict[str, A
     return changes
 
 
-def _windows(mem: Memory, report: CycleReport) -> None:
-    s = mem.settings
-    for lid in mem.store.learnings_with_new_outcomes(mem.user):
-        learning = mem.store.get_learning(lid)
-        outcomes = mem.store.outcome_window(lid, s.window_size)
+def _windows(deps: Deps, report: CycleReport) -> None:
+    s = deps.settings
+    for lid in deps.store.learnings_with_new_outcomes(deps.user):
+        learning = deps.store.get_learning(lid)
+        outcomes = deps.store.outcome_window(lid, s.window_size)
         if not outcomes:
             continue
         stats = evaluate_window(outcomes, s, lid)
         report.windows.append(stats)
         changes = step(learning, stats.verdict, s)
         if changes:
-            updated = mem._apply_changes(learning, changes, reason=stats.describe())
+            updated = LearningService(deps).apply_changes(learning, changes, reason=stats.describe())
             if updated.status != learning.status:
                 report.transitions.append(
                     Change(learning_id=lid, field="status", old=learning.status, new=updated.status,
                            reason=stats.describe())
                 )
-        mem.store.set_window_mark(lid, max(o.outcome_at for o in outcomes))
+        deps.store.set_window_mark(lid, max(o.outcome_at for o in outcomes))
 
 
 # --- hypotheses (seed 003 system 8) ------------------------------------------------------------
-def _hypotheses(mem: Memory, learnings: dict[str, Learning], report: CycleReport) -> None:
-    s = mem.settings
+def _hypotheses(deps: Deps, learnings: dict[str, Learning], report: CycleReport) -> None:
+    s = deps.settings
     for lid, l in list(learnings.items()):
         if l.kind != "hypothesis" or l.status == "disabled":
             continue
@@ -233,22 +235,22 @@ def _hypotheses(mem: Memory, learnings: dict[str, Learning], report: CycleReport
         accuracy = l.helpful / samples
         why = f"hypothesis accuracy {accuracy:.2f} over {samples} outcomes"
         if accuracy > s.hypothesis_promote_accuracy and samples >= s.hypothesis_promote_min_samples:
-            updated = mem._apply_changes(
+            updated = LearningService(deps).apply_changes(
                 l, {"kind": "rule", "status": "active", "ttl_days": s.ttl_days.get("rule")}, reason=why
             )
-            with mem.store.transaction():
-                mem.store.log_transition(Transition(learning_id=lid, field="kind", old="hypothesis", new="rule",
-                                                    reason=why, version=updated.version, created_at=mem.now()))
+            with deps.store.transaction():
+                deps.store.log_transition(Transition(learning_id=lid, field="kind", old="hypothesis", new="rule",
+                                                    reason=why, version=updated.version, created_at=deps.now()))
             report.beliefs.append(Change(learning_id=lid, field="kind", old="hypothesis", new="rule", reason=why))
             learnings[lid] = updated
         elif accuracy < s.hypothesis_invalidate_accuracy and samples >= s.hypothesis_invalidate_min_samples:
-            learnings[lid] = mem._apply_changes(l, {"status": "disabled"}, reason=why + ": invalidated")
+            learnings[lid] = LearningService(deps).apply_changes(l, {"status": "disabled"}, reason=why + ": invalidated")
             report.invalidated.append(Change(learning_id=lid, field="status", old=l.status, new="disabled", reason=why))
             report.warnings.append(f"hypothesis invalidated ({why}): {l.content[:120]}")
 
 
 # --- onboarding (the gap seed 000 names) ---------------------------------------------------------
-def _onboard(mem: Memory, learnings: dict[str, Learning], report: CycleReport) -> None:
+def _onboard(deps: Deps, learnings: dict[str, Learning], report: CycleReport) -> None:
     """candidate → canary once re-derived ``candidate_promote_validations`` times.
 
     context() never shows shadow or candidate learnings, so they collect no outcome windows;
@@ -257,7 +259,7 @@ def _onboard(mem: Memory, learnings: dict[str, Learning], report: CycleReport) -
     later episodes (the curator merges it, counting a validation). Once on canary it is sampled by its allocation and judged by real
     outcome windows like everything else.
     """
-    s = mem.settings
+    s = deps.settings
     if s.candidate_promote_validations <= 0:
         return
     for lid, l in list(learnings.items()):
@@ -265,12 +267,12 @@ def _onboard(mem: Memory, learnings: dict[str, Learning], report: CycleReport) -
             continue
         if classify_text(f"{l.content} {l.recommendation or ''} {l.applies_when or ''}", s).decision != "pass":
             continue  # held back by the injection screen: only a person promotes it
-        if any(t.reason.startswith("injection screen") for t in mem.store.transitions(lid)):
+        if any(t.reason.startswith("injection screen") for t in deps.store.transitions(lid)):
             continue
         if l.helpful + l.harmful:  # it has outcome evidence: the windows decide
             continue
         why = f"re-derived {l.validations} times ({s.candidate_promote_validations} needed to go on canary)"
-        learnings[lid] = mem._apply_changes(l, {"status": "canary"}, reason=why)
+        learnings[lid] = LearningService(deps).apply_changes(l, {"status": "canary"}, reason=why)
         report.transitions.append(Change(learning_id=lid, field="status", old="candidate", new="canary", reason=why))
 
 
@@ -289,14 +291,14 @@ def prune_reason(l: Learning, now: datetime, s: Settings) -> str | None:
     return None
 
 
-def _prune(mem: Memory, learnings: dict[str, Learning], now: datetime, report: CycleReport) -> None:
+def _prune(deps: Deps, learnings: dict[str, Learning], now: datetime, report: CycleReport) -> None:
     for lid, l in list(learnings.items()):
         if l.status == "disabled" and l.tier == "archive":
             continue
-        why = prune_reason(l, now, mem.settings)
+        why = prune_reason(l, now, deps.settings)
         if why is None:
             continue
-        learnings[lid] = mem._apply_changes(l, {"status": "disabled", "tier": "archive"}, reason="pruned: " + why)
+        learnings[lid] = LearningService(deps).apply_changes(l, {"status": "disabled", "tier": "archive"}, reason="pruned: " + why)
         report.pruned.append(Change(learning_id=lid, field="status/tier", old=f"{l.status}/{l.tier}",
                                     new="disabled/archive", reason=why))
 
@@ -318,13 +320,13 @@ def classify_tier(l: Learning, now: datetime, s: Settings) -> tuple[str, str]:
     return "active", "in use"
 
 
-def _tiers(mem: Memory, learnings: dict[str, Learning], now: datetime, report: CycleReport) -> None:
+def _tiers(deps: Deps, learnings: dict[str, Learning], now: datetime, report: CycleReport) -> None:
     for lid, l in list(learnings.items()):
         if l.status == "disabled":
             continue
-        tier, why = classify_tier(l, now, mem.settings)
+        tier, why = classify_tier(l, now, deps.settings)
         if tier != l.tier:
-            learnings[lid] = mem._apply_changes(l, {"tier": tier}, reason="tier: " + why)
+            learnings[lid] = LearningService(deps).apply_changes(l, {"tier": tier}, reason="tier: " + why)
             report.tier_changes.append(Change(learning_id=lid, field="tier", old=l.tier, new=tier, reason=why))
 
 
@@ -341,46 +343,46 @@ def decay_amount(l: Learning, decayed_at: datetime | None, now: datetime, s: Set
     return s.confidence_decay_per_day * days if days > 0 else 0.0
 
 
-def _decay(mem: Memory, learnings: dict[str, Learning], now: datetime, report: CycleReport) -> None:
-    marks = mem.store.decay_marks(mem.user)
+def _decay(deps: Deps, learnings: dict[str, Learning], now: datetime, report: CycleReport) -> None:
+    marks = deps.store.decay_marks(deps.user)
     for lid, l in list(learnings.items()):
-        amount = decay_amount(l, marks.get(lid), now, mem.settings)
+        amount = decay_amount(l, marks.get(lid), now, deps.settings)
         if amount <= 0:
             continue
         new = round(max(0.0, l.confidence - amount), 6)
         if new != l.confidence:
-            learnings[lid] = mem._apply_changes(l, {"confidence": new}, reason="decay")
+            learnings[lid] = LearningService(deps).apply_changes(l, {"confidence": new}, reason="decay")
             report.decayed.append(Change(learning_id=lid, field="confidence", old=f"{l.confidence:.4f}",
                                          new=f"{new:.4f}", reason=f"no reinforcement: -{amount:.4f}"))
-        mem.store.set_decayed_at(lid, now)
+        deps.store.set_decayed_at(lid, now)
 
 
-def run_cycle(mem: Memory) -> CycleReport:
+def run_cycle(deps: Deps) -> CycleReport:
     """Run windows, hypotheses, pruning, tiers, decay, prompt A/B tests and distillation once
     for the Memory's user."""
-    now = mem.now()
+    now = deps.now()
     report = CycleReport(started_at=now)
-    _windows(mem, report)
-    learnings = {l.id: l for l in mem.store.find_learnings(user_id=mem.user, include_shared=False)}
-    _hypotheses(mem, learnings, report)
-    _onboard(mem, learnings, report)
-    _prune(mem, learnings, now, report)
-    _tiers(mem, learnings, now, report)
-    _decay(mem, learnings, now, report)
-    _prompt_tests(mem, report)
-    for rule in mem.distill().rules:  # graphmem/distill.py
+    _windows(deps, report)
+    learnings = {l.id: l for l in deps.store.find_learnings(user_id=deps.user, include_shared=False)}
+    _hypotheses(deps, learnings, report)
+    _onboard(deps, learnings, report)
+    _prune(deps, learnings, now, report)
+    _tiers(deps, learnings, now, report)
+    _decay(deps, learnings, now, report)
+    _prompt_tests(deps, report)
+    for rule in ImproveService(deps).distill().rules:  # graphmem/distill.py
         report.distilled.append(Change(learning_id=rule.rule_id, field="members", old=str(len(rule.members) - len(rule.new_members)),
                                        new=str(len(rule.members)), reason=("created: " if rule.created else "extended: ") + rule.content[:120]))
-    if mem.settings.evolve_in_cycle:
-        for res in mem.evolve().evolved:  # graphmem/evolution.py
+    if deps.settings.evolve_in_cycle:
+        for res in ImproveService(deps).evolve().evolved:  # graphmem/evolution.py
             report.evolved.append(Change(learning_id=res.learning_id, field="superseded_by", old="",
                                          new=str(res.evolved_id), reason=res.reason))
     return report
 
 
-def _prompt_tests(mem: Memory, report: CycleReport) -> None:
+def _prompt_tests(deps: Deps, report: CycleReport) -> None:
     """Decide the prompt A/B tests that can be decided (graphmem/prompts.py)."""
-    for t in mem._prompt_service().decide():
+    for t in ImproveService(deps).prompt_service().decide():
         assert t.candidate is not None and t.active is not None
         winner = t.candidate if t.decision == "promote" else t.active
         loser = t.active if t.decision == "promote" else t.candidate

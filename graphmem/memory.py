@@ -1,10 +1,12 @@
 """Memory: the one public facade of graphmem.
 
-It wires the store (Kùzu), the embedder, the LLM and the learning, retrieval, summary and
-lifecycle services together. The learnings methods (add/update/retire/list) live in
-memory_learnings.py and context()/search() in memory_retrieval.py, inherited here only to keep
-each file short: every public method is used as ``mem.<method>``. Every public method validates its input and raises a
-:class:`~graphmem.errors.GraphmemError` subclass that says what to do; writes are transactional.
+``Memory`` opens the store (Kùzu), the embedder and the LLM, bundles them into one
+:class:`~graphmem.deps.Deps` and hands it to the services that do the work: learnings
+(graphmem/learnings.py), events (graphmem/events.py), retrieval (graphmem/retrieve/service.py),
+summaries, outcomes, the lifecycle, prompt versions and distillation (graphmem/improve.py)...
+It holds no logic of its own beyond argument checks: each method delegates to one service.
+Every public method validates its input and raises a :class:`~graphmem.errors.GraphmemError`
+subclass that says what to do; writes are transactional.
 
 >>> mem = Memory(None, user="alice", embedder=HashEmbedder())   # None: in-memory database
 >>> l = mem.add_learning("Keep emails under 3 paragraphs", tool="send_email")
@@ -14,26 +16,25 @@ each file short: every public method is used as ``mem.<method>``. Every public m
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 import numpy as np
 
 from graphmem.config import Settings
+from graphmem.deps import Deps
 from graphmem.embed import Embedder, HashEmbedder, default_embedder
 from graphmem.errors import InvalidInputError
+from graphmem.events import EventService
 from graphmem.export import ExportReport
+from graphmem.improve import ImproveService
 from graphmem.inputs import (
     check_string,
     cypher_params,
-    json_object,
-    model_errors,
-    names,
-    optional_bool,
-    optional_id,
-    optional_string,
     optional_text,
     require_bool,
     require_choice,
@@ -41,44 +42,66 @@ from graphmem.inputs import (
     require_items,
     require_path,
     require_text,
-    require_time,
     require_unit,
 )
 from graphmem.insights import Insights
-from graphmem.learn.facts import FactRecord  # facts about the user
-from graphmem.learn.judges import TraceResult, TrainReport  # learning (issue 3)
-from graphmem.learn.reflection import ReflectionRecord  # learning (issue 3)
-from graphmem.lifecycle import CycleReport  # outcomes and lifecycle (issue 6)
-from graphmem.memory_evolve import EvolveAPI  # prompt versions, distillation
-from graphmem.memory_learnings import LearningsAPI
-from graphmem.memory_retrieval import RetrievalAPI
-from graphmem.models import (
-    EVENT_KINDS,
-    Event,
-    Learning,
-    LearningLinks,
-    Objective,  # learning (issue 3)
-    Summary,
-    utcnow,
-)
-from graphmem.outcomes import OutcomeReport  # outcomes and lifecycle (issue 6)
+from graphmem.learn.facts import FactRecord
+from graphmem.learn.judges import TraceResult, TrainReport
+from graphmem.learn.reflection import ReflectionRecord
+from graphmem.learnings import LearningService
+from graphmem.lifecycle import CycleReport
+from graphmem.models import Learning, LearningLinks, Objective, Summary, utcnow
+from graphmem.outcomes import OutcomeReport
 from graphmem.promote import PromoteReport, SweepReport
+from graphmem.retrieve.service import RetrievalService
 from graphmem.store import open_store, release_store
 from graphmem.store.health import DoctorReport
 from graphmem.summaries import SummaryService
 from graphmem.trust import own_objective
 
+if TYPE_CHECKING:
+    from graphmem.retrieve import Retriever
+    from graphmem.store import KuzuGraphStore
+
 __all__ = ["HashEmbedder", "Memory"]
 
-_OUTBOUND_ROLES = frozenset({"assistant", "agent", "tool", "system"})
-_UPDATABLE = {
-    "content", "recommendation", "applies_when", "kind", "sentiment", "confidence", "score",
-    "status", "canary_allocation", "tier", "helpful", "harmful", "validations", "contradictions",
-    "ttl_days", "shared", "source_type",
-}
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S")
+T = TypeVar("T")
 
 
-class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
+def _delegate(service: str, method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[Memory, P], R]:
+    """A Memory method that calls ``method`` on the service held in ``self.<service>``, with the
+    service method's signature and docstring (``help(Memory.add_learning)`` shows them)."""
+
+    @functools.wraps(method)
+    def call(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return method(getattr(self, service), *args, **kwargs)
+
+    return call
+
+
+class _Dep(Generic[T]):
+    """A Memory attribute kept in its :class:`Deps` (``mem.store``, ``mem.settings``...);
+    assigning one rebuilds the services on the new Deps."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _Dep[T]: ...
+    @overload
+    def __get__(self, obj: Memory, owner: type) -> T: ...
+    def __get__(self, obj: Memory | None, owner: type) -> T | _Dep[T]:
+        return self if obj is None else getattr(obj.deps, self.name)  # type: ignore[no-any-return]
+
+    def __set__(self, obj: Memory, value: T) -> None:
+        changes: dict[str, Any] = {self.name: value}
+        obj._wire(replace(obj.deps, **changes), retriever=obj._retrieval._state, summaries=obj._summaries)
+
+
+class Memory:
     """A graph-native learning memory on one Kùzu file (or in memory when ``path`` is None).
 
     Args:
@@ -92,6 +115,14 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         admin: may change other users' shared learnings and forget any user (see README,
             "Users and privacy"); a plain Memory changes and forgets only its own user's memory.
     """
+
+    store: _Dep[KuzuGraphStore] = _Dep()
+    settings: _Dep[Settings] = _Dep()
+    embedder: _Dep[Embedder] = _Dep()
+    llm: _Dep[Any] = _Dep()
+    clock: _Dep[Callable[[], datetime]] = _Dep()
+    user: _Dep[str] = _Dep()
+    admin: _Dep[bool] = _Dep()
 
     def __init__(
         self,
@@ -109,19 +140,27 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         read_only = require_bool("read_only", read_only)
         if settings is not None and not isinstance(settings, Settings):
             raise InvalidInputError(f"settings must be a graphmem Settings, got {type(settings).__name__}")
-        self.settings = settings or Settings()
-        self.user = require_text("user", user, max_chars=200)
-        self.admin = bool(admin)
-        self.embedder: Embedder = embedder or default_embedder(
-            self.settings.embed_query_threads, self.settings.embed_batch_threads
+        settings = settings or Settings()
+        user = require_text("user", user, max_chars=200)
+        embedder = embedder or default_embedder(settings.embed_query_threads, settings.embed_batch_threads)
+        store = open_store(
+            path, dim=embedder.dim, embedder_name=embedder.name, read_only=read_only,
+            vector_storage=settings.vector_storage, vector_int8_min_rows=settings.vector_int8_min_rows,
         )
-        self.llm = llm if llm is not None else _default_llm()
-        self.clock: Callable[[], datetime] = clock or utcnow
-        self.store = open_store(
-            path, dim=self.embedder.dim, embedder_name=self.embedder.name, read_only=read_only,
-            vector_storage=self.settings.vector_storage, vector_int8_min_rows=self.settings.vector_int8_min_rows,
-        )
+        self._wire(Deps(store=store, embedder=embedder, llm=llm if llm is not None else _default_llm(),
+                        settings=settings, clock=clock or utcnow, user=user, admin=bool(admin)))
         self._closed = False
+
+    def _wire(self, deps: Deps, *, retriever: Retriever | None = None, summaries: SummaryService | None = None) -> None:
+        """Build the services on ``deps``. The summary service (this Memory's own, never shared
+        with for_user copies) keeps summaries in step: its hooks go into the Deps of the others."""
+        self._summaries = summaries or SummaryService(deps)
+        self._summaries.deps = deps
+        self.deps = replace(deps, changed_hook=self._summaries.on_learnings_changed, write_hook=self._summaries.after_write)
+        self._learnings = LearningService(self.deps)
+        self._events = EventService(self.deps)
+        self._retrieval = RetrievalService(self.deps, self._summaries.user_preferences_text, retriever)
+        self._improve = ImproveService(self.deps)
 
     # --- lifecycle of the object -----------------------------------------------------------
     def close(self) -> None:
@@ -133,12 +172,12 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
     def for_user(self, user: str) -> Memory:
         """Another Memory on the same database for another user, sharing this one's store."""
         other = Memory.__new__(Memory)
-        other.__dict__.update(self.__dict__)
-        other.user = require_text("user", user, max_chars=200)
-        other.admin = False  # admin rights are never handed on
-        other.store = open_store(
-            self.store.path, dim=self.embedder.dim, embedder_name=self.embedder.name, read_only=self.store.read_only
-        ) if self.store.path is not None else self.store
+        deps = self.deps.for_user(require_text("user", user, max_chars=200))  # admin rights are never handed on
+        if self.store.path is not None:
+            deps = replace(deps, store=open_store(
+                self.store.path, dim=self.embedder.dim, embedder_name=self.embedder.name, read_only=self.store.read_only
+            ))
+        other._wire(deps, retriever=self._retrieval._state)
         other._closed = self.store.path is None  # an in-memory store belongs to its creator
         return other
 
@@ -150,97 +189,35 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
 
     def now(self) -> datetime:
         """The current time from the injected clock, aware UTC."""
-        now = self.clock()
-        return now if now.tzinfo else now.replace(tzinfo=UTC)
+        return self.deps.now()
 
-    def _embed_one(self, text: str) -> np.ndarray:
-        return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
+    # --- learnings (graphmem/learnings.py) ------------------------------------------------------
+    add_learning = _delegate("_learnings", LearningService.add_learning)
+    add_learnings = _delegate("_learnings", LearningService.add_learnings)
+    get_learning = _delegate("_learnings", LearningService.get_learning)
+    update_learning = _delegate("_learnings", LearningService.update_learning)
+    retire_learning = _delegate("_learnings", LearningService.retire_learning)
+    supersede = _delegate("_learnings", LearningService.supersede)
+    learnings = _delegate("_learnings", LearningService.learnings)
 
-    # --- events ------------------------------------------------------------------------------
-    def record_event(
-        self,
-        kind: str,
-        content: str = "",
-        *,
-        tool: str | None = None,
-        role: str | None = None,
-        objective_id: str | None = None,
-        session_id: str | None = None,
-        created_at: datetime | None = None,
-        entities: Iterable[str] = (),
-        success: bool | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        direction: str | None = None,
-        is_owner: bool = False,
-    ) -> Event:
-        """Log something that happened (episodic memory); events are searchable.
+    # --- events (graphmem/events.py) and retrieval (graphmem/retrieve/service.py) ---------------
+    record_event = _delegate("_events", EventService.record_event)
+    record_events = _delegate("_events", EventService.record_events)
+    context = _delegate("_retrieval", RetrievalService.context)
+    search = _delegate("_retrieval", RetrievalService.search)
 
-        ``direction`` defaults to outbound for tool calls/results and assistant messages,
-        inbound otherwise. ``metadata`` must survive a JSON round trip and comes back unchanged.
-        """
-        event = self._make_event(
-            kind, content, tool=tool, role=role, objective_id=objective_id, session_id=session_id,
-            created_at=created_at, entities=entities, success=success, metadata=metadata,
-            direction=direction, is_owner=is_owner,
-        )
-        from graphmem.retrieve.entities import event_mentions
+    # --- prompt versions, distillation, evolution, tests (graphmem/improve.py) -----------------
+    add_prompt = _delegate("_improve", ImproveService.add_prompt)
+    prompts = _delegate("_improve", ImproveService.prompts)
+    active_prompt = _delegate("_improve", ImproveService.active_prompt)
+    prompt_for = _delegate("_improve", ImproveService.prompt_for)
+    prompt_test = _delegate("_improve", ImproveService.prompt_test)
+    propose_prompt = _delegate("_improve", ImproveService.propose_prompt)
+    distill = _delegate("_improve", ImproveService.distill)
+    export_tests = _delegate("_improve", ImproveService.export_tests)
+    evolve = _delegate("_improve", ImproveService.evolve)
 
-        found = event_mentions(self.store, self.settings, self.user, [event])
-        self.store.insert_event(event, self._embed_one(event.content), found[0] if found else ())
-        self._after_event(event)
-        return event
-
-    def _make_event(
-        self,
-        kind: str,
-        content: str,
-        *,
-        tool: str | None,
-        role: str | None,
-        objective_id: str | None,
-        session_id: str | None,
-        created_at: datetime | None,
-        entities: Iterable[str],
-        success: bool | None,
-        metadata: Mapping[str, Any] | None,
-        direction: str | None,
-        is_owner: bool,
-    ) -> Event:
-        require_choice("event kind", kind, EVENT_KINDS)
-        text = require_text("content", content, max_chars=self.settings.max_content_chars, allow_empty=True)
-        if kind == "message" and not text:
-            raise InvalidInputError("a message event needs content; pass the message text")
-        role = optional_text("role", role, max_chars=200)
-        session_id = optional_string("session_id", session_id)
-        success, is_owner = optional_bool("success", success), require_bool("is_owner", is_owner)
-        objective_id = optional_id("objective_id", objective_id)
-        created_at = require_time("created_at", created_at)
-        if direction is None:
-            outbound = kind in ("tool_call", "tool_result") or (role or "").lower() in _OUTBOUND_ROLES
-            direction = "outbound" if outbound else "inbound"
-        require_choice("direction", direction, ("inbound", "outbound"))
-        if objective_id is not None:
-            own_objective(self, objective_id)  # NotFoundError, also for another user's objective
-        when = created_at or self.now()
-        with model_errors("event"):
-            return Event(
-                user_id=self.user, session_id=session_id, kind=kind, role=role, direction=direction,  # type: ignore[arg-type]
-                is_owner=is_owner, content=text, tool_name=optional_text("tool", tool, max_chars=200),
-                success=success, objective_id=objective_id, created_at=when.astimezone(UTC),
-                metadata=json_object("metadata", metadata), entities=names("entity", entities),
-            )
-
-    # --- write hooks ---------------------------------------------------------------------------
-    def _on_learnings_changed(self, learnings: Sequence[Learning], *, change: str) -> None:
-        """Called inside every transaction that writes learnings (created, merged, updated,
-        retired, outcome...): marks the summaries those learnings feed as staler."""
-        self._summaries.on_learnings_changed(learnings, change)
-
-    def _after_write(self) -> None:
-        """Called after a learning write commits: runs inline summary refreshes if due."""
-        self._summaries.after_write()
-
-    # --- learning from experience (issue 3) ---------------------------------------------------
+    # --- learning from experience ---------------------------------------------------
     def observe_message(
         self,
         content: str,
@@ -262,7 +239,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         from graphmem.learn.feedback import observe_message
 
         return observe_message(
-            self, content, tool=tool, is_owner=is_owner, role=role, session_id=session_id,
+            self.deps, content, tool=tool, is_owner=is_owner, role=role, session_id=session_id,
             objective_id=objective_id, entities=entities,
         )
 
@@ -271,13 +248,13 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         each with its ``valid_from``/``valid_to``; current ones only unless ``history=True``."""
         from graphmem.learn.facts import fact_history
 
-        return fact_history(self, about=about, history=history)
+        return fact_history(self.deps, about=about, history=history)
 
     def start_objective(self, goal: str, objective_type: str | None = None) -> Objective:
         """Start a long-running goal; record its steps with ``record_event(..., objective_id=obj.id)``."""
         from graphmem.learn.objectives import start_objective
 
-        return start_objective(self, goal, objective_type)
+        return start_objective(self.deps, goal, objective_type)
 
     def end_objective(
         self, objective_id: str, status: str = "completed", result: str | None = None, *, reflect: bool = True
@@ -288,7 +265,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         Unknown id: NotFoundError; ended already: InvalidInputError."""
         from graphmem.learn.objectives import end_objective
 
-        return end_objective(self, objective_id, status, result, reflect_episode=require_bool("reflect", reflect))
+        return end_objective(self.deps, objective_id, status, result, reflect_episode=require_bool("reflect", reflect))
 
     def reflect(
         self,
@@ -309,7 +286,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         from graphmem.learn.reflection import reflect
 
         return reflect(
-            self, user_text, assistant_text, success=success, tools_used=tools_used, feedback=feedback,
+            self.deps, user_text, assistant_text, success=success, tools_used=tools_used, feedback=feedback,
             objective_id=objective_id, event_id=event_id, context_id=context_id,
         )
 
@@ -317,7 +294,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         """Configure a named LLM judge with its own criteria, for ``node`` or every node (seed 002)."""
         from graphmem.learn.judges import add_judge
 
-        return add_judge(self, name, criteria, node)
+        return add_judge(self.deps, name, criteria, node)
 
     def trace(
         self,
@@ -333,13 +310,13 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         ``mode="vanilla"``) let the reflector turn failures into learnings (seed 002)."""
         from graphmem.learn.judges import trace
 
-        return trace(self, input_text, output, node=node, ground_truth=ground_truth, reasoning=reasoning, mode=mode)
+        return trace(self.deps, input_text, output, node=node, ground_truth=ground_truth, reasoning=reasoning, mode=mode)
 
     def train(self, examples: Sequence[Mapping[str, Any]], *, node: str = "default") -> TrainReport:
         """Offline mode (seed 002) over a dataset of dicts (input_text, output, ground_truth...)."""
         from graphmem.learn.judges import train
 
-        return train(self, examples, node=node)
+        return train(self.deps, examples, node=node)
 
     def curate(self, learning: Learning, links: LearningLinks, *, trusted_text: str | None = None) -> Learning | None:
         """Store a learning through the curator (merge, supersede, contradict, classify, refuse).
@@ -352,22 +329,12 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         if learning.user_id != self.user:
             learning = learning.model_copy(update={"user_id": self.user})
         if links.objective_id is not None:
-            own_objective(self, links.objective_id)
+            own_objective(self.deps, links.objective_id)
         if links.source_event_id is not None:
-            own_event(self, links.source_event_id)
-        return Curator(self).curate(learning, links, trusted_text=trusted_text).learning
+            own_event(self.deps, links.source_event_id)
+        return Curator(self.deps).curate(learning, links, trusted_text=trusted_text).learning
 
-
-    # --- summaries (issue 5) -------------------------------------------------------------------
-    @property
-    def _summaries(self) -> SummaryService:
-        """This Memory's summary service (created on first use; never shared with for_user copies)."""
-        service = self.__dict__.get("_summary_service")
-        if service is None or service.memory is not self:
-            service = SummaryService(self)
-            self.__dict__["_summary_service"] = service
-        return service
-
+    # --- summaries -------------------------------------------------------------------
     def refresh_summaries(self, force: bool = False, *, all_users: bool = False) -> list[Summary]:
         """Refresh the summaries whose staleness reached their threshold; return the refreshed ones.
 
@@ -387,11 +354,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         """All of this user's summaries, by key."""
         return self._summaries.list()
 
-    def _user_preferences_text(self) -> str:
-        """The text of this user's ``user_preferences`` summary, "" until one exists."""
-        return self._summaries.user_preferences_text()
-
-    # --- outcomes and lifecycle (issue 6) ------------------------------------------------------
+    # --- outcomes and lifecycle ------------------------------------------------------
     def record_outcome(
         self,
         context_id: str,
@@ -420,10 +383,10 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         """
         from graphmem import outcomes
 
-        report = outcomes.record_outcome(self, context_id, success=success, rating=rating, reasons=reasons,
+        report = outcomes.record_outcome(self.deps, context_id, success=success, rating=rating, reasons=reasons,
                                          used=None if used is None else list(used), helpful=list(helpful),
                                          harmful=list(harmful))
-        self._credit_prompts(report.context_id, report.verdict)  # the prompt version served there
+        self._improve.credit_prompts(report.context_id, report.verdict)  # the prompt version served there
         return report
 
     def run_cycle(self) -> CycleReport:
@@ -432,7 +395,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         changed (CycleReport)."""
         from graphmem import lifecycle
 
-        return lifecycle.run_cycle(self)
+        return lifecycle.run_cycle(self.deps)
 
     def pattern_scores(self, query_embedding: Any, user: str | None = None) -> dict[str, float]:
         """Per-pattern effectiveness (seed 002): ``{learning_id: helpful/(helpful+harmful)}`` in
@@ -452,17 +415,9 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
             raise InvalidInputError(f"query_embedding must be a vector of numbers: {e}") from e
         if vector.shape != (self.embedder.dim,) or not np.all(np.isfinite(vector)):
             raise InvalidInputError(f"query_embedding must be {self.embedder.dim} finite numbers (the embedder's dim)")
-        return outcomes.pattern_scores(self, vector, user)
+        return outcomes.pattern_scores(self.deps, vector, user)
 
-    def _after_event(self, event: Event) -> None:
-        """The implicit outcome tracker (seed 003): tool results become outcomes of recent contexts."""
-        from graphmem import outcomes
-
-        if event.kind in ("tool_call", "tool_result") and event.tool_name:
-            outcomes.after_event(self, event)
-
-
-    # --- promotion, insights, export (issue 6) ----------------------------------------------
+    # --- promotion, insights, export ----------------------------------------------
     def promote(self, path: str | os.PathLike[str], *, min_confidence: float | None = None) -> PromoteReport:
         """Write this user's pinned, high-confidence, active learnings into the marked section
         of an instruction file (AGENTS.md, CLAUDE.md...); idempotent. Returns a PromoteReport."""
@@ -470,7 +425,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
 
         require_path("path", path)
         min_confidence = None if min_confidence is None else require_unit("min_confidence", min_confidence)
-        return promote.promote(self, path, min_confidence=min_confidence)
+        return promote.promote(self.deps, path, min_confidence=min_confidence)
 
     def sweep(self, paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> SweepReport:
         """Remove promoted lines whose learnings were since contradicted, went stale or were
@@ -480,21 +435,21 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         targets = [paths] if isinstance(paths, (str, os.PathLike)) else list(require_items("paths", paths))
         for target in targets:
             require_path("paths", target)
-        return promote.sweep(self, targets)
+        return promote.sweep(self.deps, targets)
 
     def insights(self, *, timeline: int = 50) -> Insights:
         """Acceptance, pass/fallback/retry rates, rating coverage, per-learning standing,
         counts per status and tier, active canaries and the latest transitions (Insights)."""
         from graphmem import insights
 
-        return insights.compute(self, timeline=require_count("timeline", timeline))
+        return insights.compute(self.deps, timeline=require_count("timeline", timeline))
 
     def training_pairs(self, *, min_confidence: float = 0.0, feedback: str = "any") -> list[dict[str, Any]]:
         """Successful episodes as chat-format training records (seed 004)."""
         from graphmem import export
 
         min_confidence, feedback = require_unit("min_confidence", min_confidence), require_choice("feedback", feedback, ("any", "positive"))
-        return export.training_pairs(self, min_confidence=min_confidence, feedback=feedback)[0]
+        return export.training_pairs(self.deps, min_confidence=min_confidence, feedback=feedback)[0]
 
     def export_jsonl(
         self, path: str | os.PathLike[str], *, min_confidence: float = 0.0, feedback: str = "any"
@@ -504,7 +459,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
 
         require_path("path", path)
         min_confidence, feedback = require_unit("min_confidence", min_confidence), require_choice("feedback", feedback, ("any", "positive"))
-        return export.export_jsonl(self, path, min_confidence=min_confidence, feedback=feedback)
+        return export.export_jsonl(self.deps, path, min_confidence=min_confidence, feedback=feedback)
 
     def export_graphml(self, path: str | os.PathLike[str], *, scope: str = "user") -> ExportReport:
         """Write the graph as GraphML through networkx: this user's view (``scope="user"``, the
@@ -512,7 +467,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         from graphmem import export
 
         require_path("path", path)
-        return export.export_graphml(self, path, scope=scope)
+        return export.export_graphml(self.deps, path, scope=scope)
 
     def export_memory(self, path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None) -> Any:
         """Write this user's whole memory (learnings with their counters, edges, transitions,
@@ -521,7 +476,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         from graphmem import transfer
 
         require_path("path", path)
-        return transfer.export_memory(self, path, progress=progress)
+        return transfer.export_memory(self.deps, path, progress=progress)
 
     def import_memory(self, path: str | os.PathLike[str], *, progress: Callable[[int, int], None] | None = None) -> Any:
         """Read a file written by :meth:`export_memory` into this database, as this Memory's user.
@@ -531,7 +486,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         from graphmem import transfer
 
         require_path("path", path)
-        return transfer.import_memory(self, path, progress=progress)
+        return transfer.import_memory(self.deps, path, progress=progress)
 
     # --- analysts ------------------------------------------------------------------------------
     def cypher(
@@ -604,7 +559,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
                 "and call forget(), or Memory(..., admin=True)"
             )
         counts = self.store.forget_user(target)
-        self.__dict__.pop("_summary_service", None)
+        self._wire(self.deps, retriever=self._retrieval._state)  # a fresh summary service
         return counts
 
     def forget_learning(self, learning_id: str) -> dict[str, int]:
@@ -613,7 +568,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         is NotFoundError, a shared one PermissionDeniedError. Returns counts per table."""
         from graphmem.trust import writable_learning
 
-        learning = writable_learning(self, learning_id)
+        learning = writable_learning(self.deps, learning_id)
         counts = self.store.forget_learnings([learning.id])
         return counts
 

@@ -52,7 +52,7 @@ from graphmem.models import RATINGS, Application, Event, Learning, new_id
 from graphmem.trust import own_application
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 Verdict = Literal["accepted", "rejected", "neutral"]
 IMPLICIT = "implicit"
@@ -93,7 +93,7 @@ def outcome_label(success: bool | None) -> str:
 
 
 def credit(
-    learning: Learning, verdict: Verdict, now: datetime, mem: Memory, *, sign: int = 1, count_applied: bool = True,
+    learning: Learning, verdict: Verdict, now: datetime, deps: Deps, *, sign: int = 1, count_applied: bool = True,
     share: float = 1.0,
 ) -> Learning:
     """The learning after one verdict (``sign=-1`` undoes a verdict's counters and deltas).
@@ -101,7 +101,7 @@ def credit(
     ``share`` (the learning's part of the outcome, see "Credit by rank") scales the score and
     confidence deltas; the counters move by one.
     """
-    s = mem.settings
+    s = deps.settings
     sign_w = sign * share
     update: dict[str, object] = {"updated_at": now}
     if sign > 0 and count_applied:
@@ -126,7 +126,7 @@ def _clamp(x: float) -> float:
 
 
 def record_outcome(
-    mem: Memory,
+    deps: Deps,
     context_id: str,
     *,
     success: bool | None = None,
@@ -149,26 +149,26 @@ def record_outcome(
         rating = require_choice("rating", str(rating).lower(), RATINGS)
     tags = [t.lower() for t in names("reason", reasons, max_chars=100)]
     verdict = verdict_of(success, rating)
-    app = _own_application(mem, context_id)
+    app = _own_application(deps, context_id)
     _check_open(app, implicit)
-    targets = _targets(app, verdict, used, helpful, harmful, mem.settings.credit_rank_power,
-                       mem.settings.credit_min_share)
-    query_vec = mem._embed_one(app.query) if app.query.strip() and app.pattern_id is None else None
-    now = mem.now()
-    with mem.store.transaction():
-        app = _own_application(mem, context_id)  # re-read under the write lock
+    targets = _targets(app, verdict, used, helpful, harmful, deps.settings.credit_rank_power,
+                       deps.settings.credit_min_share)
+    query_vec = deps.embed_one(app.query) if app.query.strip() and app.pattern_id is None else None
+    now = deps.now()
+    with deps.store.transaction():
+        app = _own_application(deps, context_id)  # re-read under the write lock
         replaced = _check_open(app, implicit)
         old_verdict = verdict_of(*_stored_signal(app)) if replaced else None
-        old_credit = mem.store.applied_credit(app.id) if replaced else {}
-        pattern_id = app.pattern_id or _classify(mem, app, query_vec, now)
+        old_credit = deps.store.applied_credit(app.id) if replaced else {}
+        pattern_id = app.pattern_id or _classify(deps, app, query_vec, now)
         all_tags = _merge(app.reasons if not replaced else [t for t in app.reasons if t != IMPLICIT], tags)
         if implicit:
             all_tags = _merge(all_tags, [IMPLICIT])
-        mem.store.set_outcome(app.id, outcome=outcome_label(success), rating=rating, reasons=all_tags,
+        deps.store.set_outcome(app.id, outcome=outcome_label(success), rating=rating, reasons=all_tags,
                               at=now, pattern_id=pattern_id)
-        mem.store.set_credit(app.id, {lid: targets.get(lid, ("none", 0.0)) for lid in app.learning_ids})
+        deps.store.set_credit(app.id, {lid: targets.get(lid, ("none", 0.0)) for lid in app.learning_ids})
         changed: list[Learning] = []
-        for learning in mem.store.get_learnings(app.learning_ids):
+        for learning in deps.store.get_learnings(app.learning_ids):
             target = targets.get(learning.id)
             mine = target[0] if target else None
             old = _old_credit(old_verdict, old_credit, learning.id)
@@ -176,26 +176,26 @@ def record_outcome(
                 # another user's shared learning is read-only to this user: their outcome feeds
                 # only their own Pattern statistics, never its counters, score or lifecycle
                 if pattern_id and old is not None:
-                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(old[0], -1))
+                    deps.store.add_effectiveness(learning.id, pattern_id, *_counts(old[0], -1))
                 if pattern_id and mine is not None and mine != "neutral":
-                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(mine, 1))
+                    deps.store.add_effectiveness(learning.id, pattern_id, *_counts(mine, 1))
                 continue
             if old is not None:
-                learning = credit(learning, old[0], now, mem, sign=-1, share=old[1])
+                learning = credit(learning, old[0], now, deps, sign=-1, share=old[1])
                 if pattern_id:
-                    mem.store.add_effectiveness(learning.id, pattern_id, *_counts(old[0], -1))
+                    deps.store.add_effectiveness(learning.id, pattern_id, *_counts(old[0], -1))
             if target is None or mine is None:
                 if old is not None:
-                    mem.store.save_learning(learning)
+                    deps.store.save_learning(learning)
                     changed.append(learning)
                 continue
-            updated = credit(learning, mine, now, mem, count_applied=old_verdict is None, share=target[1])
-            mem.store.save_learning(updated)
+            updated = credit(learning, mine, now, deps, count_applied=old_verdict is None, share=target[1])
+            deps.store.save_learning(updated)
             if pattern_id and mine != "neutral":
-                mem.store.add_effectiveness(updated.id, pattern_id, *_counts(mine, 1))
+                deps.store.add_effectiveness(updated.id, pattern_id, *_counts(mine, 1))
             changed.append(updated)
-        mem._on_learnings_changed(changed, change="outcome")
-    mem._after_write()
+        deps.on_learnings_changed(changed, change="outcome")
+    deps.after_write()
     return OutcomeReport(
         context_id=app.id, outcome=outcome_label(success), rating=rating, verdict=verdict,
         reasons=all_tags, implicit=implicit, replaced_implicit=replaced, pattern_id=pattern_id,
@@ -269,8 +269,8 @@ def _targets(
     return out
 
 
-def _own_application(mem: Memory, context_id: str) -> Application:
-    return own_application(mem, context_id)  # another user's context: NotFoundError, like an unknown id
+def _own_application(deps: Deps, context_id: str) -> Application:
+    return own_application(deps, context_id)  # another user's context: NotFoundError, like an unknown id
 
 
 def _check_open(app: Application, implicit: bool) -> bool:
@@ -304,9 +304,9 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / n if n > 0 else v
 
 
-def nearest_pattern(mem: Memory, vec: np.ndarray, user: str) -> tuple[str, int, np.ndarray, float] | None:
+def nearest_pattern(deps: Deps, vec: np.ndarray, user: str) -> tuple[str, int, np.ndarray, float] | None:
     """The user's Pattern nearest to ``vec``: (id, size, centroid, cosine); None if none exist."""
-    patterns = mem.store.patterns(user)
+    patterns = deps.store.patterns(user)
     if not patterns:
         return None
     cents = np.asarray([p.centroid for p in patterns], dtype=np.float32)
@@ -317,35 +317,35 @@ def nearest_pattern(mem: Memory, vec: np.ndarray, user: str) -> tuple[str, int, 
     return patterns[i].id, patterns[i].size, cents[i], float(sims[i])
 
 
-def _classify(mem: Memory, app: Application, vec: np.ndarray | None, now: datetime) -> str | None:
+def _classify(deps: Deps, app: Application, vec: np.ndarray | None, now: datetime) -> str | None:
     """Put the context's query in the nearest Pattern (cosine ≥ pattern_similarity) or a new one."""
     if vec is None:
         return None
-    found = nearest_pattern(mem, vec, app.user_id)
-    if found is not None and found[3] >= mem.settings.pattern_similarity:
+    found = nearest_pattern(deps, vec, app.user_id)
+    if found is not None and found[3] >= deps.settings.pattern_similarity:
         pid, size, centroid, _ = found
-        mem.store.grow_pattern(pid, _unit((centroid * size + _unit(vec)) / (size + 1)), size + 1)
+        deps.store.grow_pattern(pid, _unit((centroid * size + _unit(vec)) / (size + 1)), size + 1)
     else:
         pid = new_id()
-        mem.store.create_pattern(pid, app.user_id, app.query[:80], _unit(vec), now)
-    mem.store.link_matched(app.id, pid)
+        deps.store.create_pattern(pid, app.user_id, app.query[:80], _unit(vec), now)
+    deps.store.link_matched(app.id, pid)
     return pid
 
 
-def pattern_scores(mem: Memory, query_embedding: np.ndarray, user: str | None = None) -> dict[str, float]:
+def pattern_scores(deps: Deps, query_embedding: np.ndarray, user: str | None = None) -> dict[str, float]:
     """``{learning_id: helpful / (helpful + harmful)}`` in the Pattern nearest the query.
 
     Empty when no Pattern of ``user`` (default: the Memory's user) is within
     ``Settings.pattern_similarity``. Ranking adds ``Settings.pattern_boost * value``.
     """
-    found = nearest_pattern(mem, query_embedding, user or mem.user)
-    if found is None or found[3] < mem.settings.pattern_similarity:
+    found = nearest_pattern(deps, query_embedding, user or deps.user)
+    if found is None or found[3] < deps.settings.pattern_similarity:
         return {}
-    return {lid: h / (h + x) for lid, (h, x) in mem.store.effectiveness(found[0]).items() if h + x > 0}
+    return {lid: h / (h + x) for lid, (h, x) in deps.store.effectiveness(found[0]).items() if h + x > 0}
 
 
 # --- implicit outcomes (seed 003 system 3) ------------------------------------------------------
-def after_event(mem: Memory, event: Event) -> list[OutcomeReport]:
+def after_event(deps: Deps, event: Event) -> list[OutcomeReport]:
     """Turn tool events into implicit outcomes of recent contexts for the same tool.
 
     - a failed ``tool_result`` → the newest context for that tool created within
@@ -358,31 +358,31 @@ def after_event(mem: Memory, event: Event) -> list[OutcomeReport]:
       since the failure can be credited.
     """
     tool = event.tool_name
-    if not tool or event.kind not in ("tool_call", "tool_result") or event.user_id != mem.user:
+    if not tool or event.kind not in ("tool_call", "tool_result") or event.user_id != deps.user:
         return []
-    s = mem.settings
+    s = deps.settings
     t = event.created_at
     ttl = timedelta(seconds=s.advice_ttl_s)
     reports: list[OutcomeReport] = []
-    failures = mem.store.tool_results(mem.user, tool, t - timedelta(seconds=s.correction_window_s), t, success=False)
+    failures = deps.store.tool_results(deps.user, tool, t - timedelta(seconds=s.correction_window_s), t, success=False)
     since = t - ttl
     if failures:
         failed_at = failures[0].created_at
         since = max(since, failed_at + timedelta(microseconds=1))
-        blamed = mem.store.applications_for_tool(
-            mem.user, tool, failed_at - ttl, failed_at - timedelta(microseconds=1)
+        blamed = deps.store.applications_for_tool(
+            deps.user, tool, failed_at - ttl, failed_at - timedelta(microseconds=1)
         )
         if blamed:
             app = blamed[0]
             if app.outcome is None:
-                reports.append(record_outcome(mem, app.id, success=False, reasons=["retry"], implicit=True))
+                reports.append(record_outcome(deps, app.id, success=False, reasons=["retry"], implicit=True))
             elif IMPLICIT in app.reasons and "retry" not in app.reasons:
-                mem.store.set_application_reasons(app.id, _merge(app.reasons, ["retry"]))
+                deps.store.set_application_reasons(app.id, _merge(app.reasons, ["retry"]))
     if event.kind == "tool_result" and event.success is not None:
-        pending = mem.store.applications_for_tool(mem.user, tool, since, t, pending_only=True)
+        pending = deps.store.applications_for_tool(deps.user, tool, since, t, pending_only=True)
         if pending:
             tag = "followed" if event.success else "failure"
-            reports.append(record_outcome(mem, pending[0].id, success=event.success, reasons=[tag], implicit=True))
+            reports.append(record_outcome(deps, pending[0].id, success=event.success, reasons=[tag], implicit=True))
     return reports
 
 

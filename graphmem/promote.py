@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from graphmem.errors import InvalidInputError
+from graphmem.learnings import LearningService
 from graphmem.models import Learning, Transition
 from graphmem.store.text import STOPWORDS
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 START = "<!-- GRAPHMEM_LEARNINGS_START -->"
 END = "<!-- GRAPHMEM_LEARNINGS_END -->"
@@ -195,20 +196,20 @@ def match_line(text: str, learnings: Sequence[Learning], threshold: float) -> Le
 
 
 # --- promote -------------------------------------------------------------------------------
-def promotable(mem: Memory, min_confidence: float) -> list[Learning]:
+def promotable(deps: Deps, min_confidence: float) -> list[Learning]:
     """This user's pinned, active, unsuperseded learnings with confidence ≥ ``min_confidence``."""
     items = [
         l
-        for l in mem.learnings(status="active", tier="pinned")
-        if l.user_id == mem.user and l.confidence >= min_confidence and not l.superseded_by
+        for l in LearningService(deps).learnings(status="active", tier="pinned")
+        if l.user_id == deps.user and l.confidence >= min_confidence and not l.superseded_by
     ]
     items.sort(key=lambda l: (-l.confidence, l.created_at, l.id))
     return items
 
 
-def promote(mem: Memory, path: str | os.PathLike[str], *, min_confidence: float | None = None) -> PromoteReport:
+def promote(deps: Deps, path: str | os.PathLike[str], *, min_confidence: float | None = None) -> PromoteReport:
     """Write promotable learnings into ``path``'s marked section (see the module docstring)."""
-    threshold = mem.settings.promote_min_confidence if min_confidence is None else float(min_confidence)
+    threshold = deps.settings.promote_min_confidence if min_confidence is None else float(min_confidence)
     if not 0.0 <= threshold <= 1.0:
         raise InvalidInputError(f"min_confidence must be between 0 and 1, got {threshold}")
     target = Path(path)
@@ -217,13 +218,13 @@ def promote(mem: Memory, path: str | os.PathLike[str], *, min_confidence: float 
     existed = target.exists()
     original = _read(target)
     doc = _Document(original, target)
-    candidates = promotable(mem, threshold)
+    candidates = promotable(deps, threshold)
     by_id = {l.id: l for l in candidates}
     report = PromoteReport(path=str(target), created=not existed)
 
     present: set[str] = set()
     lines: list[str] = []
-    mine = [l for l in mem.learnings() if l.user_id == mem.user]
+    mine = [l for l in LearningService(deps).learnings() if l.user_id == deps.user]
     for line in doc.lines:
         text, ident = line_text(line)
         if ident is not None and ident in by_id:
@@ -232,14 +233,14 @@ def promote(mem: Memory, path: str | os.PathLike[str], *, min_confidence: float 
             report.already_present += 1
             continue
         if ident is None:
-            matched = match_line(text, candidates, mem.settings.promote_match_overlap)
-            if matched is None and match_line(text, mine, mem.settings.promote_match_overlap) is None:
+            matched = match_line(text, candidates, deps.settings.promote_match_overlap)
+            if matched is None and match_line(text, mine, deps.settings.promote_match_overlap) is None:
                 report.hand_written += 1
             elif matched is not None:
                 present.add(matched.id)
                 report.already_present += 1
         lines.append(line)
-    now = mem.now()
+    now = deps.now()
     for learning in candidates:
         if learning.id in present:
             continue
@@ -256,14 +257,14 @@ def promote(mem: Memory, path: str | os.PathLike[str], *, min_confidence: float 
     if new_text != original or not existed:
         _write(target, new_text)
         report.changed = True
-    _log(mem, report.promoted, now)
+    _log(deps, report.promoted, now)
     return report
 
 
 # --- sweep --------------------------------------------------------------------------------
-def demotion_reason(mem: Memory, learning: Learning, now: datetime) -> str | None:
+def demotion_reason(deps: Deps, learning: Learning, now: datetime) -> str | None:
     """Why a promoted learning should leave the file now, or None to keep it (age not checked)."""
-    s = mem.settings
+    s = deps.settings
     if learning.superseded_by:
         return f"superseded by {learning.superseded_by}"
     if learning.status == "disabled":
@@ -285,11 +286,11 @@ def default_targets(folder: str | os.PathLike[str] = ".") -> list[Path]:
     return [Path(folder) / n for n in names if (Path(folder) / n).is_file()]
 
 
-def sweep(mem: Memory, paths: Iterable[str | os.PathLike[str]]) -> SweepReport:
+def sweep(deps: Deps, paths: Iterable[str | os.PathLike[str]]) -> SweepReport:
     """Remove demoted learnings' lines from each file's section; archive and log them."""
-    now = mem.now()
+    now = deps.now()
     report = SweepReport()
-    mine = [l for l in mem.learnings() if l.user_id == mem.user]
+    mine = [l for l in LearningService(deps).learnings() if l.user_id == deps.user]
     by_id = {l.id: l for l in mine}
     to_archive: dict[str, tuple[Learning, str]] = {}
     for raw in paths:
@@ -309,18 +310,18 @@ def sweep(mem: Memory, paths: Iterable[str | os.PathLike[str]]) -> SweepReport:
             text, ident = line_text(line)
             learning = by_id.get(ident) if ident else None
             if learning is None:
-                learning = match_line(text, mine, mem.settings.promote_match_overlap)
+                learning = match_line(text, mine, deps.settings.promote_match_overlap)
             if learning is None:
                 stats.kept_unmatched += 1
                 kept.append(line)
                 continue
-            why = demotion_reason(mem, learning, now)
+            why = demotion_reason(deps, learning, now)
             if why is None:
                 stats.kept_matched += 1
                 kept.append(line)
                 continue
             age_days = (now - learning.created_at).total_seconds() / 86400.0
-            if age_days < mem.settings.demote_min_age_days:
+            if age_days < deps.settings.demote_min_age_days:
                 stats.kept_young += 1
                 kept.append(line)
                 continue
@@ -333,20 +334,20 @@ def sweep(mem: Memory, paths: Iterable[str | os.PathLike[str]]) -> SweepReport:
             _write(target, doc.render(kept))
     for learning, why in to_archive.values():
         if learning.tier != "archive":
-            mem._apply_changes(learning, {"tier": "archive"}, reason=f"demoted from instruction file: {why}")
-    _log(mem, report.changes, now)
+            LearningService(deps).apply_changes(learning, {"tier": "archive"}, reason=f"demoted from instruction file: {why}")
+    _log(deps, report.changes, now)
     return report
 
 
-def _log(mem: Memory, changes: Sequence[PromotionChange], now: datetime) -> None:
+def _log(deps: Deps, changes: Sequence[PromotionChange], now: datetime) -> None:
     """Record promotions/demotions as Transition rows (field "promotion")."""
     if not changes:
         return
-    with mem.store.transaction():
+    with deps.store.transaction():
         for change in changes:
-            version = mem.store.get_learning(change.learning_id).version
+            version = deps.store.get_learning(change.learning_id).version
             old, new = ("", change.path) if change.action == "promoted" else (change.path, "")
-            mem.store.log_transition(
+            deps.store.log_transition(
                 Transition(
                     learning_id=change.learning_id, field="promotion", old=old, new=new,
                     reason=f"{change.action}: {change.reason}", version=version, created_at=now,

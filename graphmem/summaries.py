@@ -37,7 +37,7 @@ from graphmem.store.summaries import SummaryFeed, SummaryState, summary_id
 
 if TYPE_CHECKING:
     from graphmem.config import Settings
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 log = logging.getLogger(__name__)
 
@@ -211,18 +211,27 @@ class ExtractiveSummarizer:
 
 # --- the service -----------------------------------------------------------------------------
 class SummaryService:
-    """Staleness bookkeeping and the incremental refresher for one :class:`~graphmem.memory.Memory`."""
+    """Staleness bookkeeping and the incremental refresher for ``deps.user``.
 
-    def __init__(self, memory: Memory, summarizer: Summarizer | None = None) -> None:
-        self.memory = memory
-        self.summarizer: Summarizer = summarizer or LLMSummarizer(memory.llm)
+    ``Memory`` makes one per user and points the :class:`~graphmem.deps.Deps` hooks of every
+    other service at :meth:`on_learnings_changed` and :meth:`after_write`.
+    """
+
+    def __init__(self, deps: Deps, summarizer: Summarizer | None = None) -> None:
+        self.deps = deps
+        self._summarizer = summarizer
         self._due: set[str] = set()
         self._lock = threading.Lock()
+
+    @property
+    def summarizer(self) -> Summarizer:
+        """The summarizer given, else one on the current LLM of ``deps``."""
+        return self._summarizer or LLMSummarizer(self.deps.llm)
 
     # --- write side --------------------------------------------------------------------------
     def on_learnings_changed(self, learnings: Sequence[Learning], change: str) -> None:
         """Inside the writer's transaction: count the change on every summary each learning feeds."""
-        store, settings = self.memory.store, self.memory.settings
+        store, settings = self.deps.store, self.deps.settings
         due: list[str] = []
         for learning in learnings:
             feeds = feeds_of(learning, settings)
@@ -248,13 +257,13 @@ class SummaryService:
 
     def after_write(self) -> None:
         """After a commit: in inline mode, refresh the summaries the write made due."""
-        store = self.memory.store
+        store = self.deps.store
         if store.in_transaction():
             return  # a batch is still open; its caller calls again after the commit
         with self._lock:
             if not self._due:
                 return
-            if self.memory.settings.summary_refresh != "inline":
+            if self.deps.settings.summary_refresh != "inline":
                 self._due.clear()
                 return
             ids, self._due = sorted(self._due), set()
@@ -270,15 +279,15 @@ class SummaryService:
     # --- refresher -----------------------------------------------------------------------------
     def refresh(self, *, force: bool = False, all_users: bool = False, ids: Sequence[str] | None = None) -> list[Summary]:
         """Refresh due summaries (all of the user's with ``force``); returns the refreshed ones."""
-        store, user = self.memory.store, self.memory.user
+        store, user = self.deps.store, self.deps.user
         if force:
             self._ensure_all(user)
         states = store.summary_states(None if all_users else user, due_only=not force, ids=ids)
         if not states:
             return []
         texts = [self._compose(state, full=force or not state.summary.text) for state in states]
-        vectors = self.memory.embedder.embed(texts)  # one batch: ~5x cheaper than one call per summary
-        now = self.memory.now()
+        vectors = self.deps.embedder.embed(texts)  # one batch: ~5x cheaper than one call per summary
+        now = self.deps.now()
         return [
             store.save_summary_refresh(
                 st.summary.user_id, st.summary.key, text=text, embedding=vector, refreshed_at=now,
@@ -289,7 +298,7 @@ class SummaryService:
 
     def _ensure_all(self, user: str) -> None:
         """Create the user's summaries that no write has created yet (forced refreshes)."""
-        store, settings = self.memory.store, self.memory.settings
+        store, settings = self.deps.store, self.deps.settings
         with store.transaction():
             store.ensure_summary(user, USER_PREFERENCES, USER_PREFERENCES, threshold_for(USER_PREFERENCES, settings))
             for kind, names in store.summary_names(user).items():
@@ -298,7 +307,7 @@ class SummaryService:
 
     def _compose(self, state: SummaryState, *, full: bool) -> str:
         """The new text of one summary: incremental from its pending learnings, or rebuilt."""
-        store, settings = self.memory.store, self.memory.settings
+        store, settings = self.deps.store, self.deps.settings
         s = state.summary
         kind, name = parse_key(s.key)
         kinds = learning_kinds_for(kind)
@@ -326,23 +335,23 @@ class SummaryService:
     def get(self, key: str) -> Summary:
         """This user's summary ``key``; an empty one for a user_preferences not yet written."""
         kind, _ = parse_key(key)
-        state = self.memory.store.get_summary_state(self.memory.user, key)
+        state = self.deps.store.get_summary_state(self.deps.user, key)
         if state is not None:
             return state.summary
         if kind == USER_PREFERENCES:
-            return Summary(key=key, user_id=self.memory.user, kind=kind, threshold=threshold_for(kind, self.memory.settings))
+            return Summary(key=key, user_id=self.deps.user, kind=kind, threshold=threshold_for(kind, self.deps.settings))
         raise NotFoundError(
-            f"no summary {key!r} for user {self.memory.user!r}: it is created when a learning about it is "
+            f"no summary {key!r} for user {self.deps.user!r}: it is created when a learning about it is "
             "written; list the existing ones with Memory.summaries() (CLI: graphmem refresh --force to build all)"
         )
 
     def list(self) -> list[Summary]:
         """All of this user's summaries, by key."""
-        return [st.summary for st in self.memory.store.summary_states(self.memory.user)]
+        return [st.summary for st in self.deps.store.summary_states(self.deps.user)]
 
     def user_preferences_text(self) -> str:
         """The text of this user's user_preferences summary, "" until it is first refreshed."""
-        return self.memory.store.summary_text(self.memory.user, USER_PREFERENCES)
+        return self.deps.store.summary_text(self.deps.user, USER_PREFERENCES)
 
 
 __all__ = [

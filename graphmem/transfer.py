@@ -36,7 +36,7 @@ from graphmem.store import transfer as store_transfer
 from graphmem.store.transfer import Progress
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 FORMAT = "graphmem-memory"
 VERSION = 1
@@ -52,17 +52,17 @@ class TransferReport(BaseModel):
     edges: int = 0
 
 
-def export_memory(mem: Memory, path: str | os.PathLike[str], *, progress: Progress | None = None) -> TransferReport:
+def export_memory(deps: Deps, path: str | os.PathLike[str], *, progress: Progress | None = None) -> TransferReport:
     """Write the user's whole memory to ``path`` as JSONL (see the module docstring)."""
     from graphmem.export import _target
 
     target = _target(path)
-    records = list(store_transfer.dump_rows(mem.store, mem.user))
+    records = list(store_transfer.dump_rows(deps.store, deps.user))
     counts = Counter(r["label"] for r in records if r["type"] == "node")
     edges = sum(1 for r in records if r["type"] == "edge")
     header = {
-        "format": FORMAT, "version": VERSION, "user": mem.user, "embedder": mem.embedder.name,
-        "dims": mem.embedder.dim, "schema_version": mem.store.schema_version,
+        "format": FORMAT, "version": VERSION, "user": deps.user, "embedder": deps.embedder.name,
+        "dims": deps.embedder.dim, "schema_version": deps.store.schema_version,
         "exported_at": utcnow().isoformat(), "counts": dict(counts), "edges": edges,
     }
     tmp = target.with_name(target.name + ".part")
@@ -73,7 +73,7 @@ def export_memory(mem: Memory, path: str | os.PathLike[str], *, progress: Progre
             if progress is not None and (i % 500 == 0 or i == len(records)):
                 progress(i, len(records))
     os.replace(tmp, target)
-    return TransferReport(path=str(target), user=mem.user, counts=dict(counts), edges=edges)
+    return TransferReport(path=str(target), user=deps.user, counts=dict(counts), edges=edges)
 
 
 def read_dump(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
@@ -120,19 +120,19 @@ def _check_header(source: Path, header: dict[str, Any]) -> None:
         )
 
 
-def import_memory(mem: Memory, path: str | os.PathLike[str], *, progress: Progress | None = None) -> TransferReport:
-    """Read a memory export into ``mem``'s database as ``mem.user``, all or nothing."""
+def import_memory(deps: Deps, path: str | os.PathLike[str], *, progress: Progress | None = None) -> TransferReport:
+    """Read a memory export into ``deps``'s database as ``deps.user``, all or nothing."""
     header, records = read_dump(path)
     dims, name = header.get("dims"), header.get("embedder")
-    if dims != mem.embedder.dim or name != mem.embedder.name:
+    if dims != deps.embedder.dim or name != deps.embedder.name:
         raise InvalidInputError(
             f"{path} was exported with embedder {name!r} ({dims} dims), but this database uses "
-            f"{mem.embedder.name!r} ({mem.embedder.dim} dims): import into a file opened with the same "
+            f"{deps.embedder.name!r} ({deps.embedder.dim} dims): import into a file opened with the same "
             "embedder (CLI: --embedder)"
         )
-    old_user = str(header.get("user") or mem.user)
-    nodes, edges = store_transfer.prepare(mem.store, records, old_user=old_user, new_user=mem.user)
-    store_transfer.load_rows(mem.store, nodes, edges, user=mem.user, progress=progress)
-    mem.store.reload_catalogs()
+    old_user = str(header.get("user") or deps.user)
+    nodes, edges = store_transfer.prepare(deps.store, records, old_user=old_user, new_user=deps.user)
+    store_transfer.load_rows(deps.store, nodes, edges, user=deps.user, progress=progress)
+    deps.store.reload_catalogs()
     counts = Counter(label for label, _ in nodes)
-    return TransferReport(path=str(path), user=mem.user, from_user=old_user, counts=dict(counts), edges=len(edges))
+    return TransferReport(path=str(path), user=deps.user, from_user=old_user, counts=dict(counts), edges=len(edges))

@@ -64,6 +64,6 @@ def test_context_budget_and_preferences_from_memory(mem: Memory) -> None:
     assert small.budget_learnings == 60
     default = mem.context("email tone", tool="send_email")
     assert default.budget_learnings == mem.settings.budget_learnings
-    assert default.user_preferences == mem._user_preferences_text()
+    assert default.user_preferences == mem._summaries.user_preferences_text()
     assert "## Relevant Learnings" in default.to_prompt()
     assert all("**send_email**" in line for line in default.to_prompt().split("## Relevant Learnings")[1].strip().splitlines())

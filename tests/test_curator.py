@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,8 +13,8 @@ from graphmem.learn.curator import CurationResult, Curator, looks_like_injection
 
 def _curate(mem: Memory, content: str, **kwargs: Any) -> CurationResult:
     trusted = kwargs.pop("trusted_text", None)
-    learning, links = mem._make_learning(content, **kwargs)
-    return Curator(mem).curate(learning, links, trusted_text=trusted)
+    learning, links = mem._learnings.make_learning(content, **kwargs)
+    return Curator(mem.deps).curate(learning, links, trusted_text=trusted)
 
 
 def test_polarity_and_opposition() -> None:
@@ -132,13 +133,13 @@ def test_the_owner_may_say_instruction_like_words_themselves(mem: Memory) -> Non
 
 def test_every_curated_write_marks_summaries_stale(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[int, str, bool]] = []
-    real = mem._on_learnings_changed
+    real = mem.deps.changed_hook
 
-    def spy(learnings: Any, *, change: str) -> None:
+    def spy(learnings: Any, change: str) -> None:
         seen.append((len(learnings), change, bool(mem.store._tx_depth)))
-        real(learnings, change=change)
+        real(learnings, change)
 
-    monkeypatch.setattr(mem, "_on_learnings_changed", spy)
+    monkeypatch.setattr(mem, "deps", replace(mem.deps, changed_hook=spy))
     _curate(mem, "Always use bullet points in emails", tool="send_email", source_type="self_evaluation")
     _curate(mem, "Always use bullet points in emails", tool="send_email", source_type="self_evaluation")
     _curate(mem, "Never use bullet points in emails", tool="send_email", source_type="user_feedback")

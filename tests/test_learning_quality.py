@@ -92,12 +92,12 @@ def test_a_compatible_correction_keeps_the_older_rule(mem: Memory) -> None:
 
 def test_a_self_evaluation_rule_never_supersedes_on_aspect_alone(mem: Memory) -> None:
     old = mem.add_learning("Emails to Dana should be long flowing paragraphs", tool="send_email", entities=["Dana"])
-    learning, links = mem._make_learning("Emails to Dana must use bullet points", tool="send_email",
+    learning, links = mem._learnings.make_learning("Emails to Dana must use bullet points", tool="send_email",
                                          entities=["Dana"], source_type="self_evaluation")
     assert mem.curate(learning, links) is not None
     assert mem.get_learning(old.id).superseded_by is None
     # the same wording as the owner's feedback does supersede
-    learning, links = mem._make_learning("Emails to Dana must use bullet points instead", tool="send_email",
+    learning, links = mem._learnings.make_learning("Emails to Dana must use bullet points instead", tool="send_email",
                                          entities=["Dana"], source_type="user_feedback")
     new = mem.curate(learning, links)
     assert new is not None and mem.get_learning(old.id).superseded_by == new.id
@@ -217,7 +217,7 @@ def test_low_confidence_self_evaluation_rules_are_candidates_not_served(mem: Mem
 
 
 def test_user_preferences_hold_the_owner_s_words_not_weak_tool_advice(mem: Memory) -> None:
-    weak, links = mem._make_learning("Space out web_search calls to avoid rate limits", tool="web_search",
+    weak, links = mem._learnings.make_learning("Space out web_search calls to avoid rate limits", tool="web_search",
                                      source_type="self_evaluation", confidence=0.15)
     mem.curate(weak, links)
     assert mem.summary("user_preferences").text == ""

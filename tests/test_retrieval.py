@@ -56,7 +56,7 @@ def test_second_hop_through_shared_topic_with_decay(make_memory: Callable[..., M
     mem = make_memory()
     mem.add_learning("Dana at Acme wants bullet points", entities=["Dana"], topics=["email style"])
     far = mem.add_learning("Sign off with first name only", topics=["email style"])
-    items = mem._rank_learnings("", entities=["Dana"], limit=5)
+    items = mem._retrieval.rank_learnings("", entities=["Dana"], limit=5)
     hit = next(i for i in items if i.id == far.id)
     assert any(r == "2 hops via entity Dana → topic email style" for r in hit.reasons)
     assert hit.signals["graph"] == pytest.approx(mem.settings.graph_hop_decay)
@@ -86,7 +86,7 @@ def test_hub_fanout_cap_is_honoured(make_memory: Callable[..., Memory]) -> None:
 
 def _insert_other(mem: Memory, content: str, *, user: str, shared: bool = False) -> Learning:
     learning = Learning(content=content, user_id=user, shared=shared, tool="send_email")
-    mem.store.insert_learning(learning, mem._embed_one(content), LearningLinks(tool="send_email"))
+    mem.store.insert_learning(learning, mem.deps.embed_one(content), LearningLinks(tool="send_email"))
     return learning
 
 
@@ -167,7 +167,7 @@ def test_quality_prior_orders_helpful_first_and_can_be_switched_off(make_memory:
     good = mem.add_learning("Mention the renewal deadline", tool="send_email")
     mem.update_learning(bad.id, helpful=0, harmful=12)
     mem.update_learning(good.id, helpful=12, harmful=0)
-    items = mem._rank_learnings("", tool="send_email", limit=2)
+    items = mem._retrieval.rank_learnings("", tool="send_email", limit=2)
     assert [i.id for i in items] == [good.id, bad.id]
     assert items[0].score > items[1].score
     assert any(r.startswith("quality") for r in items[0].reasons)
@@ -235,7 +235,7 @@ def test_name_index_links_multiword_and_possessive() -> None:
 
 def test_name_index_refreshes_after_writes(mem: Memory) -> None:
     mem.add_learning("first", entities=["Dana"])
-    assert mem._rank_learnings("talk to dana", limit=3)
+    assert mem._retrieval.rank_learnings("talk to dana", limit=3)
     mem.add_learning("Zed hates long calls", entities=["Zed"])
-    items = mem._rank_learnings("what about zed", limit=3)
+    items = mem._retrieval.rank_learnings("what about zed", limit=3)
     assert any("via entity Zed (named in query)" in i.reasons for i in items)

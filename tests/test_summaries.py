@@ -245,7 +245,7 @@ def test_other_users_summaries_are_separate(make_memory: MakeMemory) -> None:
     [refreshed] = alice.refresh_summaries()
     assert refreshed.user_id == "alice" and "Bob" not in refreshed.text
     assert bob.summary("user_preferences").text == ""
-    assert bob._user_preferences_text() == ""
+    assert bob._summaries.user_preferences_text() == ""
     [first] = bob.refresh_summaries()  # a first preference is due at once, below the threshold
     assert first.user_id == "bob" and "Alice" not in first.text and "Bob likes terse replies" in first.text
 

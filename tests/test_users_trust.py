@@ -97,7 +97,7 @@ def test_second_hop_never_travels_over_another_users_private_association(make_me
     alice.add_learning(SECRET, entities=["Dana"], topics=["merger talks"])
     agenda = bob.add_learning("Send the agenda a day ahead", topics=["merger talks"])
     bob.add_learning("Dana likes short calls", entities=["Dana"])
-    items = bob._rank_learnings("", entities=["Dana"], limit=10)
+    items = bob._retrieval.rank_learnings("", entities=["Dana"], limit=10)
     reasons = [r for item in items for r in item.reasons]
     assert not any("merger talks" in r for r in reasons), reasons
     assert agenda.id not in [item.id for item in items]
@@ -106,13 +106,13 @@ def test_second_hop_never_travels_over_another_users_private_association(make_me
     alice.add_learning("Book the big room for the merger talks", topics=["merger talks"])
     assert any(
         r == "2 hops via entity Dana → topic merger talks"
-        for item in alice._rank_learnings("", entities=["Dana"], limit=10) for r in item.reasons
+        for item in alice._retrieval.rank_learnings("", entities=["Dana"], limit=10) for r in item.reasons
     )
     alice.add_learning("Dana is the deal lead on Project Kite", entities=["Dana"], topics=["project kite"], shared=True)
     bob.add_learning("Kite status goes out on Mondays", topics=["project kite"])
     assert any(
         r == "2 hops via entity Dana → topic project kite"
-        for item in bob._rank_learnings("", entities=["Dana"], limit=10) for r in item.reasons
+        for item in bob._retrieval.rank_learnings("", entities=["Dana"], limit=10) for r in item.reasons
     )
 
 
@@ -240,8 +240,8 @@ def test_forget_leaves_no_trace_of_the_user(make_memory: MakeMemory, tmp_path: P
     assert "alice" not in bob.store.event_catalog.user
     assert ("entity", "Dana") not in catalog.anchors.rows or not catalog.anchors.rows[("entity", "Dana")]
     assert "alice" not in catalog.anchors.cooc
-    bob._retriever().names.refresh(bob.store)
-    assert bob._retriever().names.find("what about Dana and the merger talks")["entity"] == []
+    bob._retrieval.retriever().names.refresh(bob.store)
+    assert bob._retrieval.retriever().names.find("what about Dana and the merger talks")["entity"] == []
     graphml = tmp_path / "g.graphml"
     bob.export_graphml(graphml)
     assert "Zanzibar" not in graphml.read_text() and "alice" not in graphml.read_text()

@@ -37,7 +37,6 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,12 +45,13 @@ from graphmem.learn.actionability import score_actionability
 from graphmem.learn.contradiction import supersedes
 from graphmem.learn.injection import score_injection
 from graphmem.learn.screening import Screening, screen
+from graphmem.learnings import LearningService, merged_learning
 from graphmem.models import Learning, LearningLinks, Transition
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE
 from graphmem.store.text import content_key
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 log = logging.getLogger("graphmem.learn")
 
@@ -146,15 +146,15 @@ class CurationResult:
 class Curator:
     """Deduplicates, classifies and reconciles the learnings the learning pipelines produce."""
 
-    def __init__(self, memory: Memory) -> None:
-        self.memory = memory
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
 
     # --- classification -------------------------------------------------------------------
     def classify(self, learning: Learning) -> Learning:
         """Turn non-actionable advice into a shadow observation (see the module docstring)."""
         if learning.kind not in ADVICE_KINDS:
             return learning
-        settings = self.memory.settings
+        settings = self.deps.settings
         texts = [learning.content] + ([learning.recommendation] if learning.recommendation else [])
         if any(score_actionability(t, settings).is_actionable for t in texts):
             return learning
@@ -182,10 +182,10 @@ class Curator:
         Reflection) linked to whichever learning ends up holding the knowledge.
         """
         text = learning_text(learning)
-        mem = self.memory
+        deps = self.deps
         screening = screen(
-            " ".join(p for p in (text, learning.applies_when) if p), mem.settings,
-            source_text=source_text or trusted_text, llm=mem.llm, channel=channel or learning.source_type,
+            " ".join(p for p in (text, learning.applies_when) if p), deps.settings,
+            source_text=source_text or trusted_text, llm=deps.llm, channel=channel or learning.source_type,
         )
         if screening.decision == "refuse":
             log.warning("graphmem: refused a learning that reads like an injected instruction (%s): %.120r",
@@ -194,11 +194,11 @@ class Curator:
         learning = self.classify(learning)
         if screening.decision == "doubt":
             return self._quarantine(learning, links, derived, screening)
-        embedding = np.asarray(mem.embedder.embed([learning_text(learning)])[0], dtype=np.float32)
-        catalog = mem.store.learning_catalog
+        embedding = np.asarray(deps.embedder.embed([learning_text(learning)])[0], dtype=np.float32)
+        catalog = deps.store.learning_catalog
         existing_id = catalog.find_exact(learning.user_id, content_key(learning.content))
         if existing_id is not None:
-            merged = self._merge(mem.store.get_learning(existing_id), learning, links, embedding, derived)
+            merged = self._merge(deps.store.get_learning(existing_id), learning, links, embedding, derived)
             return CurationResult(merged, "merged", [existing_id])
         sims, rows = self._live_similarities(learning.user_id, embedding)
         conflicts = self._conflicts(learning, text, sims, rows)
@@ -206,7 +206,7 @@ class Curator:
             return self._insert_conflicting(learning, links, embedding, derived, conflicts)
         best = self._near_duplicate(text, sims, rows)
         if best is not None:
-            merged = self._merge(mem.store.get_learning(best), learning, links, embedding, derived)
+            merged = self._merge(deps.store.get_learning(best), learning, links, embedding, derived)
             return CurationResult(merged, "merged", [best])
         self._insert(learning, links, embedding, derived)
         return CurationResult(learning, "inserted")
@@ -215,28 +215,28 @@ class Curator:
         self, learning: Learning, links: LearningLinks, derived: Sequence[tuple[str, str]], screening: Screening
     ) -> CurationResult:
         """Store a doubted learning as a candidate (exact duplicates merge; nothing else is touched)."""
-        mem = self.memory
+        deps = self.deps
         wanted = learning.status
         if wanted in ("active", "canary"):
             learning = learning.model_copy(update={"status": "candidate", "canary_allocation": 1.0})
         log.warning("graphmem: kept a learning as %s, it may be an injected instruction (%s): %.120r",
                     learning.status, screening.summary, learning.content)
-        embedding = np.asarray(mem.embedder.embed([learning_text(learning)])[0], dtype=np.float32)
-        existing_id = mem.store.learning_catalog.find_exact(learning.user_id, content_key(learning.content))
+        embedding = np.asarray(deps.embedder.embed([learning_text(learning)])[0], dtype=np.float32)
+        existing_id = deps.store.learning_catalog.find_exact(learning.user_id, content_key(learning.content))
         if existing_id is not None:
-            merged = self._merge(mem.store.get_learning(existing_id), learning, links, embedding, derived)
+            merged = self._merge(deps.store.get_learning(existing_id), learning, links, embedding, derived)
             return CurationResult(merged, "merged", [existing_id], screening=screening)
         # always logged (even when the status was already candidate): the lifecycle reads it and never
         # onboards the learning; a person decides
         note = Transition(learning_id=learning.id, field="status", old=wanted, new=learning.status,
-                          reason=screening.summary[:500], version=learning.version, created_at=mem.now())
+                          reason=screening.summary[:500], version=learning.version, created_at=deps.now())
         self._insert(learning, links, embedding, derived, note=note)
         return CurationResult(learning, "inserted", screening=screening)
 
     # --- lookups ------------------------------------------------------------------------------
     def _live_similarities(self, user: str, embedding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cosine to every live learning of ``user`` (not superseded, archived or disabled)."""
-        catalog = self.memory.store.learning_catalog
+        catalog = self.deps.store.learning_catalog
         if len(catalog) == 0:
             return np.zeros(0, np.float32), np.zeros(0, np.int64)
         users = np.asarray(catalog.user, dtype=object)
@@ -253,12 +253,12 @@ class Curator:
 
     def _near_duplicate(self, text: str, sims: np.ndarray, rows: np.ndarray) -> str | None:
         """The most similar live learning at or above the dedup threshold with the same polarity."""
-        threshold = self.memory.settings.dedup_similarity
-        catalog = self.memory.store.learning_catalog
+        threshold = self.deps.settings.dedup_similarity
+        catalog = self.deps.store.learning_catalog
         for i in np.argsort(-sims):
             if sims[i] < threshold:
                 break
-            candidate = self.memory.store.get_learning(catalog.ids[int(rows[i])])
+            candidate = self.deps.store.get_learning(catalog.ids[int(rows[i])])
             if not opposed(text, learning_text(candidate)):
                 return candidate.id
         return None
@@ -276,9 +276,9 @@ class Curator:
         owner = learning.source_type == "user_feedback"
         if polarity(text) == 0 and not owner:
             return []
-        mem, settings = self.memory, self.memory.settings
-        catalog = mem.store.learning_catalog
-        scope = set(mem.store.learning_ids_mentioning(learning.user_id, learning.entities))
+        deps, settings = self.deps, self.deps.settings
+        catalog = deps.store.learning_catalog
+        scope = set(deps.store.learning_ids_mentioning(learning.user_id, learning.entities))
         tools = np.asarray(catalog.tool, dtype=object)[rows]
         in_scope = (tools == learning.tool) if learning.tool is not None else np.zeros(rows.size, bool)
         if scope:
@@ -291,7 +291,7 @@ class Curator:
             close = bool(sims[i] >= settings.contradiction_similarity)
             if not (close or owner):
                 break
-            other = mem.store.get_learning(catalog.ids[int(rows[i])])
+            other = deps.store.get_learning(catalog.ids[int(rows[i])])
             if close and opposed(text, learning_text(other)):
                 found.append(other)
             elif owner:
@@ -312,7 +312,7 @@ class Curator:
             return {"content": content, "tool": l.tool, "entities": list(l.entities)}
 
         try:
-            answer = self.memory.llm.generate(
+            answer = self.deps.llm.generate(
                 contradiction_request(item(learning, text), [item(c, learning_text(c)) for c in candidates]),
                 ContradictionJudgement,
             )
@@ -329,7 +329,7 @@ class Curator:
     ) -> None:
         """DERIVED_FROM and FOR_OBJECTIVE edges (written here, with exactly the parameters each
         query uses; ``LearningLinks``' own event/objective edges are stripped by :func:`_plain`)."""
-        store = self.memory.store
+        store = self.deps.store
         if links is not None and links.source_event_id:
             store.link_derived(learning_id, "Event", links.source_event_id)
         if links is not None and links.objective_id:
@@ -341,14 +341,14 @@ class Curator:
         self, learning: Learning, links: LearningLinks, embedding: np.ndarray, derived: Sequence[tuple[str, str]],
         *, note: Transition | None = None,
     ) -> None:
-        mem = self.memory
-        with mem.store.transaction():
-            mem.store.insert_learning(learning, embedding, _plain(links))
+        deps = self.deps
+        with deps.store.transaction():
+            deps.store.insert_learning(learning, embedding, _plain(links))
             self._link_derived(learning.id, derived, links)
             if note is not None:
-                mem.store.log_transition(note)
-            mem._on_learnings_changed([learning], change="created")
-        mem._after_write()
+                deps.store.log_transition(note)
+            deps.on_learnings_changed([learning], change="created")
+        deps.after_write()
 
     def _merge(
         self,
@@ -359,9 +359,9 @@ class Curator:
         derived: Sequence[tuple[str, str]],
     ) -> Learning:
         """validations +1, links merged, the better wording kept; one transaction."""
-        mem = self.memory
-        now = mem.now()
-        settings = mem.settings
+        deps = self.deps
+        now = deps.now()
+        settings = deps.settings
         old_score = score_actionability(learning_text(existing), settings).score
         new_score = score_actionability(learning_text(new), settings).score
         reword = (new_score > old_score + 1e-9) or (
@@ -383,13 +383,13 @@ class Curator:
             objective_id=links.objective_id,
             source_event_id=links.source_event_id,
         )
-        new_vector = np.asarray(mem.embedder.embed([learning_text(merged)])[0], np.float32) if reword else None
-        with mem.store.transaction():
-            mem.store.save_learning(merged, new_vector)
-            mem.store.add_links(merged.id, _plain(extra))
+        new_vector = np.asarray(deps.embedder.embed([learning_text(merged)])[0], np.float32) if reword else None
+        with deps.store.transaction():
+            deps.store.save_learning(merged, new_vector)
+            deps.store.add_links(merged.id, _plain(extra))
             self._link_derived(merged.id, derived, extra)
-            mem._on_learnings_changed([merged], change="merged")
-        mem._after_write()
+            deps.on_learnings_changed([merged], change="merged")
+        deps.after_write()
         return merged
 
     def _insert_conflicting(
@@ -401,48 +401,30 @@ class Curator:
         olders: list[Learning],
     ) -> CurationResult:
         """Insert ``learning``; it SUPERSEDES the olders (user feedback) or CONTRADICTS them."""
-        mem = self.memory
-        now = mem.now()
+        deps = self.deps
+        now = deps.now()
         supersede = learning.source_type == "user_feedback"
         changed: list[Learning] = []
         if not supersede:
             learning = learning.model_copy(update={"contradictions": learning.contradictions + len(olders)})
-        with mem.store.transaction():
-            mem.store.insert_learning(learning, embedding, _plain(links))
+        with deps.store.transaction():
+            deps.store.insert_learning(learning, embedding, _plain(links))
             self._link_derived(learning.id, derived, links)
             for old in olders:
                 if supersede:
                     reason = f"the owner's newer feedback {learning.content[:80]!r} replaces it"
-                    updated = mem._archive_superseded(old, learning.id, reason)
+                    updated = LearningService(deps).archive_superseded(old, learning.id, reason)
                 else:
                     reason = "opposite advice on the same tool/entity"
                     updated = old.model_copy(update={"contradictions": old.contradictions + 1, "updated_at": now})
-                    mem.store.save_learning(updated)
-                    mem.store.link_conflict("CONTRADICTS", learning.id, old.id, reason, now)
+                    deps.store.save_learning(updated)
+                    deps.store.link_conflict("CONTRADICTS", learning.id, old.id, reason, now)
                 changed.append(updated)
-            mem._on_learnings_changed([learning], change="created")
+            deps.on_learnings_changed([learning], change="created")
             if changed:
-                mem._on_learnings_changed(changed, change="retired" if supersede else "updated")
-        mem._after_write()
+                deps.on_learnings_changed(changed, change="retired" if supersede else "updated")
+        deps.after_write()
         return CurationResult(learning, "superseded" if supersede else "contradicted", [o.id for o in olders])
-
-
-def merged_learning(existing: Learning, new: Learning, now: datetime) -> Learning:
-    """``existing`` after ``new`` repeated it: a validation, and any detail it lacked."""
-    return existing.model_copy(
-        update={
-            "validations": existing.validations + 1,
-            "last_validated_at": now,
-            "updated_at": now,
-            "confidence": max(existing.confidence, new.confidence),
-            "recommendation": existing.recommendation or new.recommendation,
-            "applies_when": existing.applies_when or new.applies_when,
-            "tool": existing.tool or new.tool,
-            "objective_type": existing.objective_type or new.objective_type,
-            "topics": existing.topics + [t for t in new.topics if t not in existing.topics],
-            "entities": existing.entities + [e for e in new.entities if e not in existing.entities],
-        }
-    )
 
 
 __all__ = [

@@ -27,11 +27,12 @@ from pydantic import BaseModel
 
 from graphmem.errors import InvalidInputError
 from graphmem.learn.curator import Curator, looks_like_injection
+from graphmem.learnings import LearningService
 from graphmem.llm.schemas import UserFact
 from graphmem.models import Learning
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 
 class FactRecord(BaseModel):
@@ -55,7 +56,7 @@ def fact_key(fact: UserFact) -> str:
 
 
 def store_facts(
-    memory: Memory, facts: Sequence[UserFact], *, source_event_id: str, at: datetime, trusted_text: str,
+    deps: Deps, facts: Sequence[UserFact], *, source_event_id: str, at: datetime, trusted_text: str,
     objective_id: str | None = None,
 ) -> list[Learning]:
     """Store each fact (new, reinforced, or superseding the old value); returns the learnings."""
@@ -64,7 +65,7 @@ def store_facts(
         if looks_like_injection(fact.statement) and not looks_like_injection(trusted_text):
             continue
         try:
-            learning, links = memory._make_learning(
+            learning, links = LearningService(deps).make_learning(
                 fact.statement, kind=fact.kind, entities=fact.entities, topics=["about the user"] if
                 fact.subject.lower() == "user" else [f"about {fact.subject}"], source_type="user_feedback",
                 sentiment="neutral", confidence=0.9, source_event_id=source_event_id, objective_id=objective_id,
@@ -72,15 +73,15 @@ def store_facts(
         except InvalidInputError:
             continue
         key = fact_key(fact)
-        store = memory.store
-        current_id = store.current_fact(memory.user, key)
+        store = deps.store
+        current_id = store.current_fact(deps.user, key)
         current = store.get_learning(current_id) if current_id else None
         if current is not None and current.content.strip().lower() == learning.content.strip().lower():
-            result = Curator(memory).curate(learning, links, trusted_text=trusted_text)  # an exact repeat: merged
+            result = Curator(deps).curate(learning, links, trusted_text=trusted_text)  # an exact repeat: merged
             if result.learning is not None:
                 out.append(result.learning)
             continue
-        embedding = np.asarray(memory.embedder.embed([learning.content])[0], dtype=np.float32)
+        embedding = np.asarray(deps.embedder.embed([learning.content])[0], dtype=np.float32)
         with store.transaction():
             store.insert_learning(learning, embedding, links.model_copy(update={"source_event_id": None,
                                                                                 "objective_id": None}))
@@ -88,23 +89,23 @@ def store_facts(
             if objective_id:
                 store.link_objective(learning.id, objective_id)
             store.set_fact(learning.id, key, at)
-            memory._on_learnings_changed([learning], change="created")
+            deps.on_learnings_changed([learning], change="created")
             if current is not None:
                 reason = f"the owner's newer fact {learning.content[:80]!r} replaces it"
-                retired = memory._archive_superseded(current, learning.id, reason)
+                retired = LearningService(deps).archive_superseded(current, learning.id, reason)
                 store.end_fact(current.id, at)
-                memory._on_learnings_changed([retired], change="retired")
-        memory._after_write()
+                deps.on_learnings_changed([retired], change="retired")
+        deps.after_write()
         out.append(learning)
     return out
 
 
-def fact_history(memory: Memory, *, about: str | None = None, history: bool = False) -> list[FactRecord]:
+def fact_history(deps: Deps, *, about: str | None = None, history: bool = False) -> list[FactRecord]:
     """The user's facts (``about``: a subject such as ``"user"`` or ``"Dana"``), current only unless
     ``history``; ordered by key, then valid_from."""
     prefix = f"{about.strip().lower()}|" if about else None
-    rows = memory.store.fact_rows(memory.user, prefix)
-    learnings = {l.id: l for l in memory.store.get_learnings([str(r["id"]) for r in rows])}
+    rows = deps.store.fact_rows(deps.user, prefix)
+    learnings = {l.id: l for l in deps.store.get_learnings([str(r["id"]) for r in rows])}
     out = [
         FactRecord(learning=learnings[str(r["id"])], fact_key=str(r["fact_key"]), valid_from=r["valid_from"],
                    valid_to=r["valid_to"])

@@ -36,10 +36,12 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import InvalidInputError, LLMError
+from graphmem.events import EventService
 from graphmem.inputs import check_string, names, optional_text, require_bool
 from graphmem.learn.curator import Curator
 from graphmem.learn.facts import store_facts
 from graphmem.learn.injection import score_injection
+from graphmem.learnings import LearningService
 from graphmem.llm.prompts import feedback_request
 from graphmem.llm.schemas import FeedbackAnalysis
 from graphmem.models import Event, Learning
@@ -47,7 +49,7 @@ from graphmem.outcomes import record_outcome
 from graphmem.trust import own_objective
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 log = logging.getLogger("graphmem.learn")
 
@@ -55,13 +57,13 @@ ACTION_KINDS = ("message", "tool_call", "tool_result")
 """The outbound event kinds shown to the extractor as recent actions."""
 
 
-def _check_message(memory: Memory, content: Any) -> str:
+def _check_message(deps: Deps, content: Any) -> str:
     if not isinstance(content, str):
         raise InvalidInputError(f"content must be the message text (a string), got {type(content).__name__}")
     check_string("content", content)
     if not content.strip():
         raise InvalidInputError("the message is empty; pass the text the user wrote")
-    limit = memory.settings.max_content_chars
+    limit = deps.settings.max_content_chars
     if len(content) > limit:
         raise InvalidInputError(
             f"the message has {len(content)} characters, more than Settings.max_content_chars={limit}; "
@@ -70,10 +72,10 @@ def _check_message(memory: Memory, content: Any) -> str:
     return content
 
 
-def recent_actions(memory: Memory) -> list[Event]:
+def recent_actions(deps: Deps) -> list[Event]:
     """The user's last outbound actions, newest first."""
-    return memory.store.recent_events(
-        memory.user, limit=memory.settings.feedback_recent_actions, direction="outbound", kinds=list(ACTION_KINDS)
+    return deps.store.recent_events(
+        deps.user, limit=deps.settings.feedback_recent_actions, direction="outbound", kinds=list(ACTION_KINDS)
     )
 
 
@@ -88,7 +90,7 @@ def feedback_learning_text(analysis: FeedbackAnalysis) -> str | None:
     return None
 
 
-def implicit_outcome(memory: Memory, analysis: FeedbackAnalysis, event: Event) -> str | None:
+def implicit_outcome(deps: Deps, analysis: FeedbackAnalysis, event: Event) -> str | None:
     """Content-free praise or blame ("Great job!", "That was wrong.") as an implicit outcome.
 
     The newest context handed out within ``Settings.advice_ttl_s`` before the message and still
@@ -97,17 +99,17 @@ def implicit_outcome(memory: Memory, analysis: FeedbackAnalysis, event: Event) -
     """
     if analysis.sentiment == "neutral":
         return None
-    since = event.created_at - timedelta(seconds=memory.settings.advice_ttl_s)
-    app_id = memory.store.latest_pending_application(memory.user, since, event.created_at)
+    since = event.created_at - timedelta(seconds=deps.settings.advice_ttl_s)
+    app_id = deps.store.latest_pending_application(deps.user, since, event.created_at)
     if app_id is None:
         return None
-    record_outcome(memory, app_id, success=analysis.sentiment == "positive", reasons=["owner_feedback"],
+    record_outcome(deps, app_id, success=analysis.sentiment == "positive", reasons=["owner_feedback"],
                    implicit=True)
     return app_id
 
 
 def observe_message(
-    memory: Memory,
+    deps: Deps,
     content: str,
     *,
     tool: str | None = None,
@@ -122,18 +124,18 @@ def observe_message(
     Returns the new or reinforced learnings (``[]`` for non-owners, messages without feedback,
     LLM failures and refused injections). See the module docstring for the failure modes.
     """
-    text = _check_message(memory, content)
+    text = _check_message(deps, content)
     is_owner = require_bool("is_owner", is_owner)
     tool_hint = optional_text("tool", tool, max_chars=200)
     extra_entities = names("entity", entities)
-    actions = recent_actions(memory) if is_owner else []
+    actions = recent_actions(deps) if is_owner else []
     metadata: dict[str, Any] = {"tool_hint": tool_hint} if tool_hint else {}
     flagged = score_injection(text)
-    if flagged.score >= memory.settings.injection_doubt_threshold:
+    if flagged.score >= deps.settings.injection_doubt_threshold:
         metadata.update(injection_score=flagged.score, injection_families=list(flagged.families))
         log.warning("graphmem: an inbound %s message reads like an injected instruction (score %.2f): %.120r",
                     "owner" if is_owner else "non-owner", flagged.score, text)
-    event = memory.record_event(
+    event = EventService(deps).record_event(
         "message", text, role=role, direction="inbound", is_owner=is_owner, session_id=session_id,
         objective_id=objective_id, entities=extra_entities, metadata=metadata or None,
     )
@@ -144,26 +146,26 @@ def observe_message(
         for a in reversed(actions)
     ]
     try:
-        analysis = memory.llm.generate(feedback_request(text, action_dicts, tool_hint), FeedbackAnalysis)
+        analysis = deps.llm.generate(feedback_request(text, action_dicts, tool_hint), FeedbackAnalysis)
     except LLMError as e:
         log.error("graphmem: feedback extraction failed for event %s, no learning written: %s", event.id, e)
         return []
-    facts = store_facts(memory, analysis.facts, source_event_id=event.id, at=event.created_at, trusted_text=text,
+    facts = store_facts(deps, analysis.facts, source_event_id=event.id, at=event.created_at, trusted_text=text,
                         objective_id=objective_id) if analysis.facts else []
     if not analysis.has_feedback:
         return facts
     wording = feedback_learning_text(analysis)
     if not wording:
-        implicit_outcome(memory, analysis, event)
+        implicit_outcome(deps, analysis, event)
         return facts
     # Scoped: the tool the analysis says the feedback is about (the last action only when the
     # message refers to it), else the caller's hint, else none (a general preference).
     about_tool = analysis.about_tool or tool_hint
     objective_type = analysis.about_objective_type
     if objective_id is not None and objective_type is None:
-        objective_type = own_objective(memory, objective_id).objective_type
+        objective_type = own_objective(deps, objective_id).objective_type
     try:
-        learning, links = memory._make_learning(
+        learning, links = LearningService(deps).make_learning(
             wording,
             kind="preference" if analysis.feedback_type == "preference" else "rule",
             tool=about_tool,
@@ -181,7 +183,7 @@ def observe_message(
     except InvalidInputError as e:  # e.g. an over-long or malformed field from the model
         log.error("graphmem: the feedback analysis of event %s is unusable, no learning written: %s", event.id, e)
         return facts
-    result = Curator(memory).curate(learning, links, source_text=text, channel="owner message")
+    result = Curator(deps).curate(learning, links, source_text=text, channel="owner message")
     return facts + ([result.learning] if result.learning is not None else [])
 
 

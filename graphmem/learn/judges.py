@@ -36,12 +36,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from graphmem.errors import InvalidInputError, LLMError
 from graphmem.inputs import optional_text, require_text
 from graphmem.learn.curator import Curator
+from graphmem.learnings import LearningService
 from graphmem.llm.prompts import judge_request, reflector_request
 from graphmem.llm.schemas import JudgeVerdict, ReflectorOutput
 from graphmem.models import Learning, new_id
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 log = logging.getLogger("graphmem.learn")
 
@@ -113,13 +114,13 @@ class TrainReport(BaseModel):
         return lines
 
 
-def add_judge(memory: Memory, name: str, criteria: str, node: str | None = None) -> dict[str, Any]:
+def add_judge(deps: Deps, name: str, criteria: str, node: str | None = None) -> dict[str, Any]:
     """Configure a judge; returns ``{"name", "criteria", "node"}``."""
     judge = require_text("name", name, max_chars=200)
-    text = require_text("criteria", criteria, max_chars=memory.settings.max_content_chars)
+    text = require_text("criteria", criteria, max_chars=deps.settings.max_content_chars)
     scope = optional_text("node", node, max_chars=200)
-    with memory.store.transaction():
-        memory.store.upsert_judge(judge, text, scope, memory.now(), user_id=memory.user)
+    with deps.store.transaction():
+        deps.store.upsert_judge(judge, text, scope, deps.now(), user_id=deps.user)
     return {"name": judge, "criteria": text, "node": scope}
 
 
@@ -130,7 +131,7 @@ def _mode(mode: Any) -> str:
 
 
 def trace(
-    memory: Memory,
+    deps: Deps,
     input_text: str,
     output: str,
     *,
@@ -141,18 +142,18 @@ def trace(
 ) -> TraceResult:
     """Judge one output, store the trace and verdicts, and learn from failures (see module doc)."""
     mode = _mode(mode)
-    limit = memory.settings.max_content_chars
+    limit = deps.settings.max_content_chars
     node_name = require_text("node", node, max_chars=200)
     inp = require_text("input_text", input_text, max_chars=limit)
     out = require_text("output", output, max_chars=limit, allow_empty=True)
     truth = optional_text("ground_truth", ground_truth, max_chars=limit)
     why = optional_text("reasoning", reasoning, max_chars=limit)
-    judges = memory.store.judges_for(node_name, memory.user) or [
+    judges = deps.store.judges_for(node_name, deps.user) or [
         {"name": DEFAULT_JUDGE, "criteria": DEFAULT_CRITERIA, "node": None, "key": DEFAULT_JUDGE}
     ]
     verdicts: list[VerdictResult] = []
     for judge in judges:
-        answer = memory.llm.generate(
+        answer = deps.llm.generate(
             judge_request(judge["name"], judge["criteria"], inp, out, truth, why), JudgeVerdict
         )
         verdicts.append(VerdictResult(judge=judge["name"], passed=answer.passed, score=answer.score,
@@ -161,39 +162,39 @@ def trace(
     source_type = MODES[mode]
     bullets: ReflectorOutput | None = None
     if not passed and source_type is not None:
-        bullets = memory.llm.generate(
+        bullets = deps.llm.generate(
             reflector_request(inp, out, truth, why, [v.model_dump() for v in verdicts]), ReflectorOutput
         )
-    now = memory.now()
+    now = deps.now()
     trace_id = new_id()
-    with memory.store.transaction():
+    with deps.store.transaction():
         uses_default = any(j["key"] == DEFAULT_JUDGE for j in judges)
-        if uses_default and not any(j["name"] == DEFAULT_JUDGE for j in memory.store.judges_for(None)):
-            memory.store.upsert_judge(DEFAULT_JUDGE, DEFAULT_CRITERIA, None, now)
-        memory.store.insert_trace({
-            "id": trace_id, "user_id": memory.user, "node": node_name, "mode": mode, "input_text": inp,
+        if uses_default and not any(j["name"] == DEFAULT_JUDGE for j in deps.store.judges_for(None)):
+            deps.store.upsert_judge(DEFAULT_JUDGE, DEFAULT_CRITERIA, None, now)
+        deps.store.insert_trace({
+            "id": trace_id, "user_id": deps.user, "node": node_name, "mode": mode, "input_text": inp,
             "output": out, "ground_truth": truth, "reasoning": why, "passed": passed, "pattern_id": None,
             "created_at": now,
         })
         for v, judge in zip(verdicts, judges):
-            memory.store.insert_verdict(trace_id, new_id(), v.judge, v.passed, v.score, v.reasoning, now,
+            deps.store.insert_verdict(trace_id, new_id(), v.judge, v.passed, v.score, v.reasoning, now,
                                         judge_key=judge["key"])
     learned: list[Learning] = []
     if bullets is not None and source_type is not None:
-        learned = _store_bullets(memory, bullets, node_name, source_type, trace_id, out)
+        learned = _store_bullets(deps, bullets, node_name, source_type, trace_id, out)
     return TraceResult(trace_id=trace_id, node=node_name, mode=mode, passed=passed, verdicts=verdicts,
                        learnings=learned)
 
 
 def _store_bullets(
-    memory: Memory, bullets: ReflectorOutput, node: str, source_type: str, trace_id: str, output: str = ""
+    deps: Deps, bullets: ReflectorOutput, node: str, source_type: str, trace_id: str, output: str = ""
 ) -> list[Learning]:
-    curator = Curator(memory)
+    curator = Curator(deps)
     out: list[Learning] = []
-    status = memory.settings.reflector_bullet_status
+    status = deps.settings.reflector_bullet_status
     for bullet in bullets.bullets:
         try:
-            learning, links = memory._make_learning(
+            learning, links = LearningService(deps).make_learning(
                 bullet.content, kind="rule", tool=node, recommendation=bullet.recommendation,
                 applies_when=bullet.applies_when, source_type=source_type, confidence=0.5, status=status,
             )
@@ -210,7 +211,7 @@ _EXAMPLE_KEYS = frozenset({"input_text", "output", "ground_truth", "reasoning", 
 
 
 def train(
-    memory: Memory, examples: Sequence[Mapping[str, Any]], *, node: str = "default", mode: str = "offline"
+    deps: Deps, examples: Sequence[Mapping[str, Any]], *, node: str = "default", mode: str = "offline"
 ) -> TrainReport:
     """Offline mode over a dataset: trace every example, learning ``offline`` bullets from failures."""
     mode = _mode(mode)
@@ -232,7 +233,7 @@ def train(
     for i, ex in enumerate(examples):
         try:
             result = trace(
-                memory, ex["input_text"], ex["output"], node=ex.get("node") or node,
+                deps, ex["input_text"], ex["output"], node=ex.get("node") or node,
                 ground_truth=ex.get("ground_truth"), reasoning=ex.get("reasoning"), mode=mode,
             )
         except LLMError as e:

@@ -26,16 +26,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import InvalidInputError, LLMError
+from graphmem.events import EventService
 from graphmem.inputs import optional_text, require_id, require_text
 from graphmem.learn.curator import Curator
 from graphmem.learn.reflection import reflect
+from graphmem.learnings import LearningService
 from graphmem.llm.prompts import objective_eval_request
 from graphmem.llm.schemas import ObjectiveEvaluation
 from graphmem.models import Event, Learning, Objective
 from graphmem.trust import own_objective
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 log = logging.getLogger("graphmem.learn")
 
@@ -83,26 +85,26 @@ def step_stats(events: list[Event]) -> StepStats:
     return stats
 
 
-def start_objective(memory: Memory, goal: str, objective_type: str | None = None) -> Objective:
+def start_objective(deps: Deps, goal: str, objective_type: str | None = None) -> Objective:
     """Create a running objective for this user and log its ``objective_start`` event."""
-    text = require_text("goal", goal, max_chars=memory.settings.max_content_chars)
+    text = require_text("goal", goal, max_chars=deps.settings.max_content_chars)
     kind = optional_text("objective_type", objective_type, max_chars=200)
-    objective = Objective(user_id=memory.user, goal=text, objective_type=kind, started_at=memory.now())
-    with memory.store.transaction():
-        memory.store.insert_objective(objective)
-        memory.record_event("objective_start", text, objective_id=objective.id, direction="outbound")
+    objective = Objective(user_id=deps.user, goal=text, objective_type=kind, started_at=deps.now())
+    with deps.store.transaction():
+        deps.store.insert_objective(objective)
+        EventService(deps).record_event("objective_start", text, objective_id=objective.id, direction="outbound")
     return objective
 
 
-def _own_objective(memory: Memory, objective_id: Any) -> Objective:
+def _own_objective(deps: Deps, objective_id: Any) -> Objective:
     if not isinstance(objective_id, str) or not objective_id.strip():
         raise InvalidInputError("objective_id must be the id returned by start_objective()")
     require_id("objective_id", objective_id)
-    return own_objective(memory, objective_id)  # another user's: NotFoundError, like an unknown id
+    return own_objective(deps, objective_id)  # another user's: NotFoundError, like an unknown id
 
 
 def end_objective(
-    memory: Memory,
+    deps: Deps,
     objective_id: str,
     status: str = "completed",
     result: str | None = None,
@@ -114,44 +116,44 @@ def end_objective(
     Returns the new or reinforced learnings (evaluation insights first, then reflection rules).
     Unknown id: NotFoundError; ended already: InvalidInputError; bad status: InvalidInputError.
     """
-    objective = _own_objective(memory, objective_id)
+    objective = _own_objective(deps, objective_id)
     if not isinstance(status, str) or status not in END_STATUSES:
         raise InvalidInputError(f"status must be one of {', '.join(END_STATUSES)}, got {status!r}")
     if objective.status != "running":
         raise InvalidInputError(
             f"objective {objective_id!r} already ended ({objective.status}); start a new one with start_objective()"
         )
-    result_text = optional_text("result", result, max_chars=memory.settings.max_content_chars)
-    events = list(reversed(memory.store.recent_events(memory.user, limit=100_000, objective_id=objective_id)))
+    result_text = optional_text("result", result, max_chars=deps.settings.max_content_chars)
+    events = list(reversed(deps.store.recent_events(deps.user, limit=100_000, objective_id=objective_id)))
     stats = step_stats(events)
-    now = memory.now()
+    now = deps.now()
     duration = max(0.0, (now - objective.started_at).total_seconds())
-    evaluation = memory.llm.generate(
+    evaluation = deps.llm.generate(
         objective_eval_request(objective.goal, status, result_text, duration, stats.steps, objective.objective_type),
         ObjectiveEvaluation,
     )
     ended = objective.model_copy(update={
         "status": status, "result": result_text, "ended_at": now, "score": float(evaluation.overall_score),
     })
-    with memory.store.transaction():
-        memory.store.save_objective(ended)
+    with deps.store.transaction():
+        deps.store.save_objective(ended)
         for tool in stats.tools:
             ok, bad = stats.successes_by_tool.get(tool, 0), stats.errors_by_tool.get(tool, 0)
             if ok or bad:
-                memory.store.bump_tool_counters(tool, successes=ok, errors=bad)
+                deps.store.bump_tool_counters(tool, successes=ok, errors=bad)
         summary = (f"{status}: {len(stats.steps)} steps, {stats.errors} errors, {stats.retries} retries, "
                    f"score {evaluation.overall_score:g}/10")
-        memory.record_event(
+        EventService(deps).record_event(
             "objective_end", summary, objective_id=objective_id, direction="outbound",
             success=status == "completed",
             metadata={"status": status, "errors": stats.errors, "retries": stats.retries,
                       "duration_s": round(duration, 3), "score": evaluation.overall_score},
         )
-    learned = _store_evaluation(memory, ended, evaluation, stats)
+    learned = _store_evaluation(deps, ended, evaluation, stats)
     if reflect_episode:
         try:
             record = reflect(
-                memory, objective.goal, result_text or "", success={"completed": True, "failed": False}.get(status),
+                deps, objective.goal, result_text or "", success={"completed": True, "failed": False}.get(status),
                 tools_used=stats.tools, objective_id=objective_id,
             )
             learned += [x for x in record.learnings if all(x.id != y.id for y in learned)]
@@ -161,20 +163,20 @@ def end_objective(
 
 
 def _store_evaluation(
-    memory: Memory, objective: Objective, evaluation: ObjectiveEvaluation, stats: StepStats
+    deps: Deps, objective: Objective, evaluation: ObjectiveEvaluation, stats: StepStats
 ) -> list[Learning]:
     if not evaluation.should_remember:
         return []
-    curator = Curator(memory)
+    curator = Curator(deps)
     confidence = max(0.0, min(1.0, evaluation.overall_score / 10.0))
     # Weak self-evaluation rules are candidates (lifecycle): never served until re-derived or promoted.
-    status = "active" if confidence >= memory.settings.self_eval_active_confidence else "candidate"
+    status = "active" if confidence >= deps.settings.self_eval_active_confidence else "candidate"
     out: list[Learning] = []
     for item in evaluation.learnings:
         target = item.applies_to.strip()
         tool = target if target in stats.tools else None
         try:
-            learning, links = memory._make_learning(
+            learning, links = LearningService(deps).make_learning(
                 item.insight, kind="rule", tool=tool, objective_type=objective.objective_type,
                 recommendation=item.recommendation, sentiment=item.sentiment, source_type="self_evaluation",
                 confidence=confidence, objective_id=objective.id, status=status,

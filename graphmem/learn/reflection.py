@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from graphmem.errors import InvalidInputError
 from graphmem.inputs import check_string, names, optional_id, optional_text
 from graphmem.learn.curator import Curator
+from graphmem.learnings import LearningService
 from graphmem.llm.prompts import reflection_request
 from graphmem.llm.schemas import EpisodeReflection
 from graphmem.models import Learning, new_id
@@ -35,7 +36,7 @@ from graphmem.outcomes import IMPLICIT, OutcomeReport, record_outcome
 from graphmem.trust import own_application, own_event, own_objective
 
 if TYPE_CHECKING:
-    from graphmem.memory import Memory
+    from graphmem.deps import Deps
 
 REFLECTION_CONFIDENCE = 0.5
 """Confidence of a reflection and of the candidate rules it yields (seed 004: unproven, mid)."""
@@ -60,7 +61,7 @@ class ReflectionRecord(BaseModel):
 
 
 def reflect(
-    memory: Memory,
+    deps: Deps,
     user_text: str,
     assistant_text: str,
     *,
@@ -73,7 +74,7 @@ def reflect(
     context_id: str | None = None,
 ) -> ReflectionRecord:
     """Reflect on one episode; store the Reflection and its rules as candidate learnings."""
-    limit = memory.settings.max_content_chars
+    limit = deps.settings.max_content_chars
     for label, value in (("user_text", user_text), ("assistant_text", assistant_text)):
         check_string(label, value)
         if len(value) > limit:
@@ -88,48 +89,48 @@ def reflect(
     objective_type = optional_text("objective_type", objective_type, max_chars=200)
     about: list[tuple[str, str]] = []
     if objective_id is not None:
-        objective = own_objective(memory, objective_id)
+        objective = own_objective(deps, objective_id)
         objective_type = objective_type or objective.objective_type
         about.append(("Objective", objective_id))
     if event_id is not None:
-        own_event(memory, event_id)
+        own_event(deps, event_id)
         about.append(("Event", event_id))
     shown_ids: list[str] = []
     shown_texts: list[str] = []
     context_id = optional_id("context_id", context_id)
     if context_id is not None:
-        app = own_application(memory, context_id)
+        app = own_application(deps, context_id)
         if app.outcome is not None and IMPLICIT not in app.reasons:
             raise InvalidInputError(
                 f"context {context_id} already has an outcome; reflect on it before record_outcome, "
                 "or reflect without context_id"
             )
-        by_id = {l.id: l for l in memory.store.get_learnings(app.learning_ids)}
+        by_id = {l.id: l for l in deps.store.get_learnings(app.learning_ids)}
         shown_ids = [i for i in app.learning_ids if i in by_id]
         shown_texts = [" ".join(x for x in (by_id[i].content, by_id[i].recommendation) if x) for i in shown_ids]
-    answer = memory.llm.generate(
+    answer = deps.llm.generate(
         reflection_request(user_text, assistant_text, success, tools, feedback, shown_texts), EpisodeReflection
     )
     helped = _tagged(answer.helped, shown_ids)
     hurt = _tagged(answer.hurt, shown_ids)
     helped, hurt = [i for i in helped if i not in hurt], [i for i in hurt if i not in helped]
-    now = memory.now()
+    now = deps.now()
     reflection_id = new_id()
-    with memory.store.transaction():
-        memory.store.insert_reflection(
-            reflection_id, memory.user, text=answer.reflection, what_went_well=answer.what_went_well,
+    with deps.store.transaction():
+        deps.store.insert_reflection(
+            reflection_id, deps.user, text=answer.reflection, what_went_well=answer.what_went_well,
             improvements=answer.improvements, rules=answer.rules, prompt_suggestions=answer.prompt_suggestions,
-            confidence=REFLECTION_CONFIDENCE, ttl_days=memory.settings.ttl_days.get("hypothesis"),
+            confidence=REFLECTION_CONFIDENCE, ttl_days=deps.settings.ttl_days.get("hypothesis"),
             created_at=now, about=about,
         )
-    curator = Curator(memory)
+    curator = Curator(deps)
     learned: list[Learning] = []
     only_tool = tools[0] if len(tools) == 1 else None
     for rule in answer.rules:
         try:
-            learning, links = memory._make_learning(
+            learning, links = LearningService(deps).make_learning(
                 rule, kind="rule", tool=only_tool, objective_type=objective_type, source_type="reflection",
-                confidence=REFLECTION_CONFIDENCE, status=memory.settings.new_reflection_status,
+                confidence=REFLECTION_CONFIDENCE, status=deps.settings.new_reflection_status,
                 objective_id=objective_id, source_event_id=event_id,
             )
         except InvalidInputError:
@@ -141,7 +142,7 @@ def reflect(
     outcome = None
     if context_id is not None and (success is not None or helped or hurt):
         outcome = record_outcome(
-            memory, context_id, success=success, rating=None if success is not None else "okay",
+            deps, context_id, success=success, rating=None if success is not None else "okay",
             reasons=["reflection"], used=[], helpful=helped, harmful=hurt,
         )
     return ReflectionRecord(

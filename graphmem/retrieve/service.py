@@ -1,51 +1,45 @@
-"""The retrieval part of :class:`graphmem.Memory`: context(), search() and batch events.
+"""The retrieval service: context() and search() over one user's learnings and events.
 
-Kept apart from memory.py only for size; ``Memory`` inherits these methods. The ranking itself
-lives in graphmem/retrieve/.
+``Memory.context`` / ``Memory.search`` delegate here; the ranking itself lives in the other
+modules of :mod:`graphmem.retrieve`.
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from graphmem.embed import embed_with_progress
 from graphmem.errors import InvalidInputError
-from graphmem.inputs import names, optional_text, query_text, require_choice, require_items
-from graphmem.models import Event, new_id
+from graphmem.inputs import names, optional_text, query_text, require_choice
+from graphmem.models import new_id
 from graphmem.retrieve import AssembledContext, Retriever, ScoredLearning
 from graphmem.retrieve.context import pack
-from graphmem.retrieve.entities import event_mentions
 from graphmem.retrieve.search import EventSearch, Hit
 
 if TYPE_CHECKING:
-    from graphmem.config import Settings
-    from graphmem.embed import Embedder
-    from graphmem.store import KuzuGraphStore
+    from graphmem.deps import Deps
 
 
-class RetrievalAPI:
-    """context, search, record_events (mixed into Memory)."""
+class RetrievalService:
+    """context and search for ``deps.user``.
 
-    store: KuzuGraphStore
-    settings: Settings
-    embedder: Embedder
-    user: str
-    now: Callable[[], datetime]
-    _embed_one: Callable[[str], np.ndarray]
+    Args:
+        deps: the dependencies.
+        preferences: returns the text of the user's ``user_preferences`` summary ("" until one exists).
+        retriever: retrieval state to reuse (name index, user column cache, seeded RNG); made
+            on first use otherwise.
+    """
 
-    def _user_preferences_text(self) -> str:
-        raise NotImplementedError  # provided by Memory
+    def __init__(self, deps: Deps, preferences: Callable[[], str], retriever: Retriever | None = None) -> None:
+        self.deps = deps
+        self.preferences = preferences
+        self._state = retriever
 
-    def _make_event(self, *args: Any, **kwargs: Any) -> Event:
-        raise NotImplementedError  # provided by Memory
-
-    # --- retrieval (issue 4) -------------------------------------------------------------------
     def context(
         self,
         query: str = "",
@@ -80,53 +74,54 @@ class RetrievalAPI:
             isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget <= 0
         ):
             raise InvalidInputError(f"token_budget must be a whole number of tokens > 0, got {token_budget!r}")
-        text = query_text("query", query, max_chars=self.settings.max_query_chars)
+        text = query_text("query", query, max_chars=self.deps.settings.max_query_chars)
         tool = optional_text("tool", tool, max_chars=200)
         objective_type = optional_text("objective_type", objective_type, max_chars=200)
         entity_names, topic_names = names("entity", entities), names("topic", topics)
-        now = self.now()
+        now = self.deps.now()
         t1 = t2 = time.perf_counter()
-        items = self._rank_learnings(  # embeds the query itself, after the full-text query
+        items = self.rank_learnings(  # embeds the query itself, after the full-text query
             text, tool=tool, entities=entity_names, topics=topic_names,
             objective_type=objective_type, limit=limit, now=now,
         )
-        budget = token_budget or self.settings.budget_learnings
+        budget = token_budget or self.deps.settings.budget_learnings
         shown = pack(items, budget)
         for rank, item in enumerate(shown, start=1):
             item.rank = rank
         t3 = time.perf_counter()
         app_id = new_id()
-        if not self.store.read_only:
+        if not self.deps.store.read_only:
             record = functools.partial(
-                self.store.record_application,
-                application_id=app_id, user_id=self.user, query=text, tool=tool, created_at=now,
+                self.deps.store.record_application,
+                application_id=app_id, user_id=self.deps.user, query=text, tool=tool, created_at=now,
                 reasons=[f"{len(shown)} of {len(items)} ranked learnings fit {budget} tokens"],
                 shown=[(i.id, i.rank, i.score, list(i.reasons)) for i in shown],
             )
-            if self.settings.defer_application_writes:
-                self.store.defer_write(record)  # flushed before anything reads Applications
+            if self.deps.settings.defer_application_writes:
+                self.deps.store.defer_write(record)  # flushed before anything reads Applications
             else:
                 record()
         t4 = time.perf_counter()
-        prefs = self._user_preferences_text()
+        prefs = self.preferences()
         timings = {"validate": (t1 - t0) * 1e3, "embed": (t2 - t1) * 1e3}
-        timings.update(self._retriever().timings_ms)
+        timings.update(self.retriever().timings_ms)
         timings.update({"rank_total": (t3 - t2) * 1e3, "record": (t4 - t3) * 1e3, "total": (time.perf_counter() - t0) * 1e3})
         return AssembledContext(
             id=app_id, query=text, tool=tool, user_preferences=prefs, learnings=shown,
-            budget_user_preferences=self.settings.budget_user_preferences, budget_learnings=budget,
+            budget_user_preferences=self.deps.settings.budget_user_preferences, budget_learnings=budget,
             timings_ms=timings,
         )
 
-    def _retriever(self) -> Retriever:
-        """The per-Memory retrieval state (name index, user column cache, seeded RNG)."""
-        retriever: Retriever | None = getattr(self, "_retriever_state", None)
-        if retriever is None or retriever.store is not self.store or retriever.settings is not self.settings:
-            retriever = Retriever(self.store, self.settings)
-            self._retriever_state = retriever
+    def retriever(self) -> Retriever:
+        """The retrieval state (name index, user column cache, seeded RNG), remade when the
+        store or the settings changed."""
+        retriever = self._state
+        if retriever is None or retriever.store is not self.deps.store or retriever.settings is not self.deps.settings:
+            retriever = Retriever(self.deps.store, self.deps.settings)
+            self._state = retriever
         return retriever
 
-    def _rank_learnings(
+    def rank_learnings(
         self,
         query: str,
         *,
@@ -146,49 +141,12 @@ class RetrievalAPI:
         """
         vector: np.ndarray | Callable[[], np.ndarray] | None = query_vector
         if vector is None and query.strip():
-            vector = functools.partial(self._embed_one, query)
-        with self.store.snapshot():  # the mirrors and the rows fetched agree
-            return self._retriever().rank(
-                user=self.user, query=query, query_vector=vector, now=now or self.now(),
+            vector = functools.partial(self.deps.embed_one, query)
+        with self.deps.store.snapshot():  # the mirrors and the rows fetched agree
+            return self.retriever().rank(
+                user=self.deps.user, query=query, query_vector=vector, now=now or self.deps.now(),
                 limit=limit, tool=tool, entities=entities, topics=topics, objective_type=objective_type,
             )
-
-    # search and batch events (issue 4, search) ----------------------------------------------
-    def record_events(
-        self, items: Sequence[Mapping[str, Any]], *, progress: Callable[[int, int], None] | None = None
-    ) -> list[Event]:
-        """Log many events at once: all validated first, embedded in one batch, one transaction.
-        ``progress``, if given, is called with (items embedded so far, total) as the embedding
-        proceeds.
-
-        Each item holds ``record_event``'s arguments (``kind`` and ``content`` at least, e.g.
-        ``{"kind": "message", "content": "...", "role": "Dana", "session_id": "s1"}``). Nothing
-        is written if any item is invalid. Returns the events in the order given.
-        """
-        events: list[Event] = []
-        for i, item in enumerate(require_items("items", items)):
-            if not isinstance(item, Mapping) or "kind" not in item:
-                raise InvalidInputError(f"item {i} must be a dict with at least 'kind' (and 'content')")
-            args = dict(item)
-            kind, content = args.pop("kind"), args.pop("content", "")
-            defaults: dict[str, Any] = {
-                "tool": None, "role": None, "objective_id": None, "session_id": None, "created_at": None,
-                "entities": (), "success": None, "metadata": None, "direction": None, "is_owner": False,
-            }
-            unknown = sorted(str(k) for k in set(args) - set(defaults))
-            if unknown:
-                raise InvalidInputError(f"item {i}: unknown field(s) {', '.join(unknown)}; use {', '.join(defaults)}")
-            defaults.update(args)
-            try:
-                events.append(self._make_event(kind, content, **defaults))
-            except InvalidInputError as e:
-                raise type(e)(f"item {i}: {e}") from e
-        if not events:
-            return []
-        vectors = embed_with_progress(self.embedder, [e.content for e in events], progress)
-        found = event_mentions(self.store, self.settings, self.user, events)
-        self.store.insert_events(list(zip(events, vectors)), found)
-        return events
 
     def search(
         self,
@@ -213,7 +171,7 @@ class RetrievalAPI:
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise InvalidInputError(f"k must be a whole number > 0, got {k!r}")
         require_choice("over", over, ("learnings", "events", "all"))
-        text = query_text("query", query).strip()[: self.settings.max_query_chars]
+        text = query_text("query", query).strip()[: self.deps.settings.max_query_chars]
         tool_name = optional_text("tool", tool, max_chars=200)
         entity_names = tuple(names("entity", entities))
         topic_names = tuple(names("topic", topics))
@@ -221,8 +179,8 @@ class RetrievalAPI:
             raise InvalidInputError("search needs query text, or a tool, entities or topics to anchor on")
         hits: list[Hit] = []
         if over in ("events", "all"):
-            searcher = EventSearch(self.store, self.embedder, self.settings, self.user)
-            with self.store.snapshot():
+            searcher = EventSearch(self.deps.store, self.deps.embedder, self.deps.settings, self.deps.user)
+            with self.deps.store.snapshot():
                 found = searcher.search(text, k=k, tool=tool_name, entities=entity_names)
             hits.extend(_scaled(_real(found), over))
         if over in ("learnings", "all"):
@@ -235,7 +193,7 @@ class RetrievalAPI:
         self, text: str, k: int, tool: str | None, entities: tuple[str, ...], topics: tuple[str, ...]
     ) -> list[Hit]:
         """Learnings ranked by the context pipeline (no Application recorded)."""
-        scored = self._rank_learnings(text, tool=tool, entities=entities, topics=topics, limit=k)
+        scored = self.rank_learnings(text, tool=tool, entities=entities, topics=topics, limit=k)
         return [
             Hit(id=s.learning.id, kind="learning", node=s.learning, score=float(s.score), reasons=list(s.reasons))
             for s in scored

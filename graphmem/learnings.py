@@ -1,8 +1,9 @@
-"""The learnings part of :class:`graphmem.Memory`: add, merge, update, retire and list learnings.
+"""The learnings service: add, merge, update, retire, supersede and list learnings.
 
-Kept apart from memory.py only for size; ``Memory`` inherits these methods, so they are used
-as ``mem.add_learning(...)`` etc. Every write goes through one transaction together with its
-edges and the summary-staleness hook (``_on_learnings_changed``).
+``Memory.add_learning(...)`` etc. delegate here; other services (feedback, objectives,
+reflection, lifecycle, promotion...) build learnings and apply changes through the same
+:class:`LearningService`. Every write goes through one transaction together with its edges and
+the learnings-changed hook (:meth:`graphmem.deps.Deps.on_learnings_changed`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from graphmem.inputs import (
     require_ttl,
     require_unit,
 )
-from graphmem.learn.curator import merged_learning
 from graphmem.learn.screening import classify_text
 from graphmem.models import (
     LEARNING_KINDS,
@@ -48,9 +48,7 @@ from graphmem.store.text import content_key
 from graphmem.trust import own_event, own_objective, visible_learning, writable_learning
 
 if TYPE_CHECKING:
-    from graphmem.config import Settings
-    from graphmem.embed import Embedder
-    from graphmem.store import KuzuGraphStore
+    from graphmem.deps import Deps
 
 log = logging.getLogger("graphmem.learn")
 
@@ -61,21 +59,12 @@ _UPDATABLE = {
 }
 
 
-class LearningsAPI:
-    """add_learning, add_learnings, get/update/retire_learning, learnings (mixed into Memory)."""
+class LearningService:
+    """add_learning, add_learnings, get/update/retire_learning, supersede, learnings, and the
+    write steps other services share (make_learning, apply_changes, archive_superseded)."""
 
-    store: KuzuGraphStore
-    settings: Settings
-    embedder: Embedder
-    user: str
-    now: Callable[[], datetime]
-    _embed_one: Callable[[str], np.ndarray]
-
-    def _on_learnings_changed(self, learnings: Sequence[Learning], *, change: str) -> None:
-        raise NotImplementedError  # provided by Memory
-
-    def _after_write(self) -> None:
-        raise NotImplementedError  # provided by Memory
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
 
     # --- learnings ---------------------------------------------------------------------------
     def add_learning(
@@ -109,16 +98,16 @@ class LearningsAPI:
         ``canary`` learning the screen doubts or refuses is stored as ``candidate`` instead, with a
         logged warning; nothing a developer adds is ever dropped.
         """
-        learning, links = self._make_learning(
+        learning, links = self.make_learning(
             content, kind=kind, tool=tool, entities=entities, topics=topics,
             objective_type=objective_type, recommendation=recommendation, applies_when=applies_when,
             sentiment=sentiment, source_type=source_type, confidence=confidence, status=status,
             tier=tier, shared=shared, ttl_days=ttl_days, source_event_id=source_event_id,
             objective_id=objective_id, created_at=created_at,
         )
-        learning = self._screened(learning)
-        embedding = self._embed_one(_embedding_text(learning))
-        return self._store_learning(learning, links, embedding)
+        learning = self.screened(learning)
+        embedding = self.deps.embed_one(_embedding_text(learning))
+        return self.store_learning(learning, links, embedding)
 
     def add_learnings(
         self, items: Sequence[Mapping[str, Any]], *, progress: Callable[[int, int], None] | None = None
@@ -135,19 +124,19 @@ class LearningsAPI:
                 raise InvalidInputError(f"item {i} must be a dict with at least 'content'")
             args = dict(item)
             try:
-                made, made_links = self._make_learning(args.pop("content"), **args)
-                prepared.append((self._screened(made), made_links))
+                made, made_links = self.make_learning(args.pop("content"), **args)
+                prepared.append((self.screened(made), made_links))
             except TypeError as e:
                 raise InvalidInputError(f"item {i}: {e}") from e
             except InvalidInputError as e:
                 raise type(e)(f"item {i}: {e}") from e
         if not prepared:
             return []
-        vectors = embed_with_progress(self.embedder, [_embedding_text(l) for l, _ in prepared], progress)
-        now = self.now()
+        vectors = embed_with_progress(self.deps.embedder, [_embedding_text(l) for l, _ in prepared], progress)
+        now = self.deps.now()
         fresh: dict[tuple[str, str], tuple[Learning, LearningLinks, np.ndarray]] = {}
         out: list[Learning | tuple[str, str]] = []  # a stored learning, or the key of a fresh one
-        with self.store.transaction():
+        with self.deps.store.transaction():
             for (learning, links), vector in zip(prepared, vectors):
                 key = (learning.user_id, content_key(learning.content))
                 if key in fresh:  # a duplicate inside the batch: fold it into the pending one
@@ -155,32 +144,32 @@ class LearningsAPI:
                     fresh[key] = (merged_learning(first, learning, now), _union_links(first_links, links), first_vector)
                     out.append(key)
                     continue
-                existing_id = self.store.learning_catalog.find_exact(*key)
+                existing_id = self.deps.store.learning_catalog.find_exact(*key)
                 if existing_id is not None:  # a duplicate of a stored learning: merge into it
-                    out.append(self._merge_into(self.store.get_learning(existing_id), learning, links))
+                    out.append(self.merge_into(self.deps.store.get_learning(existing_id), learning, links))
                     continue
                 fresh[key] = (learning, links, np.asarray(vector, dtype=np.float32))
                 out.append(key)
             # every new learning in one statement per node/edge type (Kùzu statements cost ~2 ms)
-            self.store.insert_learnings([(l, v, k) for l, k, v in fresh.values()])
+            self.deps.store.insert_learnings([(l, v, k) for l, k, v in fresh.values()])
             if fresh:
-                self._on_learnings_changed([l for l, _, _ in fresh.values()], change="created")
-        self._after_write()
+                self.deps.on_learnings_changed([l for l, _, _ in fresh.values()], change="created")
+        self.deps.after_write()
         return [fresh[item][0] if isinstance(item, tuple) else item for item in out]
 
-    def _screened(self, learning: Learning) -> Learning:
+    def screened(self, learning: Learning) -> Learning:
         """``learning``, kept as a candidate when the injection screen doubts or refuses it."""
         if learning.status not in ("active", "canary"):
             return learning
         text = " ".join(p for p in (_embedding_text(learning), learning.applies_when) if p)
-        found = classify_text(text, self.settings)
+        found = classify_text(text, self.deps.settings)
         if found.decision == "pass":
             return learning
         log.warning("graphmem: add_learning keeps %.80r as a candidate instead of %s (%s)",
                     learning.content, learning.status, found.summary)
         return learning.model_copy(update={"status": "candidate", "canary_allocation": 1.0})
 
-    def _make_learning(
+    def make_learning(
         self,
         content: str,
         *,
@@ -202,23 +191,23 @@ class LearningsAPI:
         objective_id: str | None = None,
         created_at: datetime | None = None,
     ) -> tuple[Learning, LearningLinks]:
-        limit = self.settings.max_content_chars
+        limit = self.deps.settings.max_content_chars
         text = require_text("content", content, max_chars=limit)
         if ttl_days is None:
-            ttl_days = self.settings.ttl_days.get(kind) if kind in LEARNING_KINDS else None
+            ttl_days = self.deps.settings.ttl_days.get(kind) if kind in LEARNING_KINDS else None
         else:
             ttl_days = require_ttl("ttl_days", ttl_days)
-        when = require_time("created_at", created_at) or self.now().astimezone(UTC)
+        when = require_time("created_at", created_at) or self.deps.now().astimezone(UTC)
         shared = require_bool("shared", shared)
         objective_id = optional_id("objective_id", objective_id)
         if objective_id is not None:
-            own_objective(self, objective_id)  # another user's objective: NotFoundError
+            own_objective(self.deps, objective_id)  # another user's objective: NotFoundError
         source_event_id = optional_id("source_event_id", source_event_id)
         if source_event_id is not None:
-            own_event(self, source_event_id)  # unknown or another user's: NotFoundError
+            own_event(self.deps, source_event_id)  # unknown or another user's: NotFoundError
         with model_errors("learning"):
             learning = Learning(
-                user_id=self.user,
+                user_id=self.deps.user,
                 shared=shared,
                 kind=require_choice("kind", kind, LEARNING_KINDS),  # type: ignore[arg-type]
                 content=text,
@@ -230,7 +219,7 @@ class LearningsAPI:
                 confidence=require_unit("confidence", confidence),
                 status=require_choice("status", status, STATUSES),  # type: ignore[arg-type]
                 tier=require_choice("tier", tier, TIERS),  # type: ignore[arg-type]
-                canary_allocation=self.settings.canary_min_allocation if status == "canary" else 1.0,
+                canary_allocation=self.deps.settings.canary_min_allocation if status == "canary" else 1.0,
                 ttl_days=ttl_days,
                 tool=optional_text("tool", tool, max_chars=200),
                 objective_type=optional_text("objective_type", objective_type, max_chars=200),
@@ -246,31 +235,31 @@ class LearningsAPI:
         )
         return learning, links
 
-    def _store_learning(self, learning: Learning, links: LearningLinks, embedding: np.ndarray) -> Learning:
+    def store_learning(self, learning: Learning, links: LearningLinks, embedding: np.ndarray) -> Learning:
         """Insert, or merge into an existing exact duplicate.
 
         The duplicate check runs inside the write transaction, so threads adding the same
         content at once store one learning (the others count validations on it).
         """
-        with self.store.transaction():
-            existing_id = self.store.learning_catalog.find_exact(learning.user_id, content_key(learning.content))
+        with self.deps.store.transaction():
+            existing_id = self.deps.store.learning_catalog.find_exact(learning.user_id, content_key(learning.content))
             if existing_id is not None:
-                stored = self._merge_into(self.store.get_learning(existing_id), learning, links)
+                stored = self.merge_into(self.deps.store.get_learning(existing_id), learning, links)
             else:
-                self.store.insert_learning(learning, embedding, links)
-                self._on_learnings_changed([learning], change="created")
+                self.deps.store.insert_learning(learning, embedding, links)
+                self.deps.on_learnings_changed([learning], change="created")
                 stored = learning
-        self._after_write()
+        self.deps.after_write()
         return stored
 
-    def _merge_into(self, existing: Learning, new: Learning, links: LearningLinks) -> Learning:
+    def merge_into(self, existing: Learning, new: Learning, links: LearningLinks) -> Learning:
         """Count a validation on ``existing`` and add the new learning's links to it."""
-        with self.store.transaction():  # joins the caller's: ``existing`` is re-read under the lock
-            existing = self.store.get_learning(existing.id)
+        with self.deps.store.transaction():  # joins the caller's: ``existing`` is re-read under the lock
+            existing = self.deps.store.get_learning(existing.id)
             return self._merge_in_transaction(existing, new, links)
 
     def _merge_in_transaction(self, existing: Learning, new: Learning, links: LearningLinks) -> Learning:
-        merged = merged_learning(existing, new, self.now())
+        merged = merged_learning(existing, new, self.deps.now())
         extra = LearningLinks(
             tool=new.tool if new.tool and new.tool != existing.tool else None,
             topics=[t for t in new.topics if t not in existing.topics],
@@ -279,15 +268,15 @@ class LearningsAPI:
             objective_id=links.objective_id,
             source_event_id=links.source_event_id,
         )
-        self.store.save_learning(merged)
-        self.store.add_links(merged.id, extra)
-        self._on_learnings_changed([merged], change="merged")
+        self.deps.store.save_learning(merged)
+        self.deps.store.add_links(merged.id, extra)
+        self.deps.on_learnings_changed([merged], change="merged")
         return merged
 
     def get_learning(self, learning_id: str) -> Learning:
         """One of this user's (or a shared) learning by id; another user's private learning is
         NotFoundError, exactly like an unknown id."""
-        return visible_learning(self, require_id("learning_id", learning_id))
+        return visible_learning(self.deps, require_id("learning_id", learning_id))
 
     def update_learning(self, learning_id: str, **changes: Any) -> Learning:
         """Change fields of a learning; status and tier changes bump ``version`` and are logged.
@@ -304,12 +293,12 @@ class LearningsAPI:
             )
         if not changes:
             raise InvalidInputError("nothing to update; pass fields such as status='canary' or helpful=3")
-        current = writable_learning(self, learning_id)
+        current = writable_learning(self.deps, learning_id)
         clean = self._validate_changes(changes)
-        return self._apply_changes(current, clean, reason="update_learning")
+        return self.apply_changes(current, clean, reason="update_learning")
 
     def _validate_changes(self, changes: Mapping[str, Any]) -> dict[str, Any]:
-        limit = self.settings.max_content_chars
+        limit = self.deps.settings.max_content_chars
         clean: dict[str, Any] = {}
         for key, value in changes.items():
             if key == "content":
@@ -336,31 +325,31 @@ class LearningsAPI:
                 clean[key] = require_bool("shared", value)
         return clean
 
-    def _apply_changes(self, current: Learning, clean: Mapping[str, Any], *, reason: str) -> Learning:
+    def apply_changes(self, current: Learning, clean: Mapping[str, Any], *, reason: str) -> Learning:
         """Write validated changes; log status/tier transitions; re-embed changed text.
 
         The learning is re-read inside the write transaction and the changes applied to that
         copy, so a concurrent write (an outcome, a merge) is never overwritten with stale fields.
         """
-        now = self.now()
+        now = self.deps.now()
         text_changed = any(f in clean for f in ("content", "recommendation", "applies_when"))
         planned = self._changed_learning(current, clean, now)
-        embedding = self._embed_one(_embedding_text(planned)) if text_changed else None
-        with self.store.transaction():
-            fresh = self.store.get_learning(current.id)
+        embedding = self.deps.embed_one(_embedding_text(planned)) if text_changed else None
+        with self.deps.store.transaction():
+            fresh = self.deps.store.get_learning(current.id)
             updated = self._changed_learning(fresh, clean, now)
             if text_changed and _embedding_text(updated) != _embedding_text(planned):
-                embedding = self._embed_one(_embedding_text(updated))
-            self.store.save_learning(updated, embedding)
+                embedding = self.deps.embed_one(_embedding_text(updated))
+            self.deps.store.save_learning(updated, embedding)
             for field in ("status", "tier"):
                 old, new = str(getattr(fresh, field)), str(getattr(updated, field))
                 if old != new:
-                    self.store.log_transition(
+                    self.deps.store.log_transition(
                         Transition(learning_id=updated.id, field=field, old=old, new=new, reason=reason,
                                    version=updated.version, created_at=now)
                     )
-            self._on_learnings_changed([updated], change="retired" if updated.status == "disabled" else "updated")
-        self._after_write()
+            self.deps.on_learnings_changed([updated], change="retired" if updated.status == "disabled" else "updated")
+        self.deps.after_write()
         return updated
 
     def _changed_learning(self, current: Learning, clean: Mapping[str, Any], now: datetime) -> Learning:
@@ -371,7 +360,7 @@ class LearningsAPI:
         if moved:
             update["version"] = current.version + 1
         if clean.get("status") == "canary" and "canary_allocation" not in clean and current.status != "canary":
-            update["canary_allocation"] = self.settings.canary_min_allocation
+            update["canary_allocation"] = self.deps.settings.canary_min_allocation
         if clean.get("status") == "active" and "canary_allocation" not in clean:
             update["canary_allocation"] = 1.0
         updated = current.model_copy(update=update)
@@ -383,8 +372,8 @@ class LearningsAPI:
         """Take a learning out of use for good: status disabled, tier archive. Kept (delete it
         with :meth:`forget_learning`). Only the owner (or an ``admin`` Memory) may retire it."""
         reason = require_text("reason", reason, max_chars=1000)
-        current = writable_learning(self, learning_id)
-        return self._apply_changes(current, {"status": "disabled", "tier": "archive"}, reason=reason)
+        current = writable_learning(self.deps, learning_id)
+        return self.apply_changes(current, {"status": "disabled", "tier": "archive"}, reason=reason)
 
     def supersede(self, new_id: str, old_id: str, *, reason: str = "superseded") -> Learning:
         """Mark ``old_id`` as replaced by ``new_id``: a SUPERSEDES edge, the older one archived.
@@ -394,26 +383,26 @@ class LearningsAPI:
         Both must be this user's (or the Memory an ``admin``): PermissionDeniedError otherwise.
         """
         reason = require_text("reason", reason, max_chars=1000)
-        new, old = writable_learning(self, new_id), writable_learning(self, old_id)
+        new, old = writable_learning(self.deps, new_id), writable_learning(self.deps, old_id)
         if new.id == old.id:
             raise InvalidInputError("a learning cannot supersede itself; pass two different ids")
         if old.superseded_by == new.id:
             return old
-        with self.store.transaction():
-            updated = self._archive_superseded(old, new.id, reason)
-            self._on_learnings_changed([updated], change="retired")
-        self._after_write()
+        with self.deps.store.transaction():
+            updated = self.archive_superseded(old, new.id, reason)
+            self.deps.on_learnings_changed([updated], change="retired")
+        self.deps.after_write()
         return updated
 
-    def _archive_superseded(self, old: Learning, new_id: str, reason: str) -> Learning:
+    def archive_superseded(self, old: Learning, new_id: str, reason: str) -> Learning:
         """Inside a transaction: archive ``old``, link new SUPERSEDES old, log the transition."""
-        now = self.now()
+        now = self.deps.now()
         updated = old.model_copy(update={
             "tier": "archive", "superseded_by": new_id, "updated_at": now, "version": old.version + 1,
         })
-        self.store.save_learning(updated)
-        self.store.link_conflict("SUPERSEDES", new_id, old.id, reason, now)
-        self.store.log_transition(Transition(
+        self.deps.store.save_learning(updated)
+        self.deps.store.link_conflict("SUPERSEDES", new_id, old.id, reason, now)
+        self.deps.store.log_transition(Transition(
             learning_id=old.id, field="tier", old=old.tier, new="archive",
             reason=f"superseded by {new_id}: {reason}", version=updated.version, created_at=now,
         ))
@@ -441,10 +430,28 @@ class LearningsAPI:
             require_choice("kind", kind, LEARNING_KINDS)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
             raise InvalidInputError(f"limit must be a whole number > 0, got {limit!r}")
-        return self.store.find_learnings(
-            user_id=self.user, status=status, tier=tier, tool=tool, topic=topic, entity=entity,
+        return self.deps.store.find_learnings(
+            user_id=self.deps.user, status=status, tier=tier, tool=tool, topic=topic, entity=entity,
             kind=kind, limit=limit,
         )
+
+
+def merged_learning(existing: Learning, new: Learning, now: datetime) -> Learning:
+    """``existing`` after ``new`` repeated it: a validation, and any detail it lacked."""
+    return existing.model_copy(
+        update={
+            "validations": existing.validations + 1,
+            "last_validated_at": now,
+            "updated_at": now,
+            "confidence": max(existing.confidence, new.confidence),
+            "recommendation": existing.recommendation or new.recommendation,
+            "applies_when": existing.applies_when or new.applies_when,
+            "tool": existing.tool or new.tool,
+            "objective_type": existing.objective_type or new.objective_type,
+            "topics": existing.topics + [t for t in new.topics if t not in existing.topics],
+            "entities": existing.entities + [e for e in new.entities if e not in existing.entities],
+        }
+    )
 
 
 def _embedding_text(learning: Learning) -> str:
