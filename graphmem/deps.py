@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from graphmem.config import Settings
-from graphmem.embed import Embedder
 
 if TYPE_CHECKING:
+    from graphmem.embed import Embedder
     from graphmem.models import Learning
     from graphmem.store import KuzuGraphStore
 

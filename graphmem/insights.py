@@ -10,7 +10,7 @@ and transition log and returns an :class:`Insights` model:
 - counts per status and per tier, active canaries, the latest transitions;
 - outcomes per day, for the chart.
 
-:func:`render_html` turns it into one HTML file (a Jinja2 template, a matplotlib chart inlined as SVG).
+:func:`graphmem.insights_html.render_html` turns it into one HTML file (a Jinja2 template, a matplotlib chart inlined as SVG).
 """
 
 from __future__ import annotations
@@ -218,12 +218,3 @@ def compute(deps: Deps, *, timeline: int = 50) -> Insights:
         timeline=entries,
         outcomes_by_day=by_day(rows),
     )
-
-
-# --- HTML --------------------------------------------------------------------------------
-def render_html(ins: Insights) -> str:
-    """A self-contained HTML page of the insights (Jinja2 template, matplotlib chart as inline
-    SVG, no external assets): see :mod:`graphmem.insights_html`."""
-    from graphmem.insights_html import render_html as render
-
-    return render(ins)

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmem import HashEmbedder, InvalidInputError, Memory, Objective
-from graphmem.insights import render_html
+from graphmem.insights_html import render_html
 from tests.conftest import FakeClock
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typer.testing import CliRunner
 
 from graphmem import Memory
-from graphmem.insights import render_html
+from graphmem.insights_html import render_html
 from graphmem.insights_html import EXPLAIN
 from tests.conftest import FakeClock
 

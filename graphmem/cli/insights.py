@@ -82,7 +82,7 @@ def insights_cmd(
     timeline: int = typer.Option(30, "--timeline", help="How many recent transitions to show."),
 ) -> None:
     """Acceptance, pass/fallback/retry rates, rating coverage, learnings and transitions."""
-    from graphmem.insights import render_html
+    from graphmem.insights_html import render_html
 
     if timeline <= 0:
         raise GraphmemError(f"--timeline must be > 0, got {timeline}")

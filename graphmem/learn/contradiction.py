@@ -4,7 +4,7 @@ Two rules contradict when they are about the **same scope** and give **different
 same aspect**: "Emails to Dana must use bullet points instead." vs "Emails to Dana should be long
 flowing paragraphs" (aspect *format*: bullet vs prose), "Use metric units" vs "Use imperial
 units", "Keep replies short" vs "Write long detailed replies". Both are worded positively, so the
-polarity test of the curator (never X vs always X) misses them.
+polarity test (:func:`opposed`: never X vs always X) misses them.
 
 - **Scope** (:func:`same_scope`): a shared entity, with tools equal or one of them unset; or the
   same tool when neither names an entity. Two general rules (no tool, no entity) are never
@@ -14,6 +14,8 @@ polarity test of the curator (never X vs always X) misses them.
   negation ("not", "no", "never", "instead of", "rather than"…) counts against it.
 - :func:`aspect_conflict`: some aspect where the two texts assert disjoint values, or one negates
   the value the other asserts.
+- :func:`polarity`, :func:`subject_overlap`, :func:`opposed`: one text prohibits what the other
+  prescribes about the same subject (the curator's test for opposite advice).
 - :func:`supersedes`: same scope, the same names in both texts ("Don't cc Omar" never replaces
   "Always cc Dana"), and an aspect conflict or opposite polarity on the same subject.
 
@@ -142,14 +144,55 @@ def same_scope(
     return tool_a is not None and tool_a == tool_b
 
 
+_NEGATIVE = re.compile(
+    r"\b(never|don'?t|do not|avoid|stop|no longer|must not|mustn'?t|should not|shouldn'?t|without|not|no|"
+    r"refrain from|skip)\b",
+    re.IGNORECASE,
+)
+_POSITIVE = re.compile(
+    r"\b(always|use|do|prefer|include|make sure|ensure|keep|add|must|should)\b", re.IGNORECASE
+)
+_POLARITY_WORDS = frozenset(
+    ["never", "don't", "dont", "do", "not", "avoid", "stop", "no", "longer", "must", "mustn't", "should", "shouldn't", "without", "refrain", "from", "skip", "always", "use", "prefer", "include", "make", "sure", "ensure", "keep", "add", "a", "an", "the", "to", "of", "in", "for", "on", "and", "or", "with", "be", "is", "are"]
+)
+
+
+def polarity(text: str) -> int:
+    """-1 for prohibitions (never, don't, avoid…), +1 for directives (always, use, keep…), else 0."""
+    if _NEGATIVE.search(text):
+        return -1
+    return 1 if _POSITIVE.search(text) else 0
+
+
+def _subject_words(text: str) -> set[str]:
+    words = re.findall(r"[a-z0-9][a-z0-9'_-]*", text.lower())
+    return {w.rstrip("s") for w in words if w not in _POLARITY_WORDS and len(w) > 1}
+
+
+def subject_overlap(a: str, b: str) -> float:
+    """Jaccard overlap of the content words of two texts, polarity and stop words left out."""
+    wa, wb = _subject_words(a), _subject_words(b)
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / len(wa | wb)
+
+
+OPPOSED_OVERLAP = 0.6
+"""Content-word overlap at which two texts of opposite polarity are about the same thing."""
+
+
+def opposed(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` give opposite advice (one prohibits what the other prescribes)
+    about the same subject: opposite :func:`polarity` and :func:`subject_overlap` ≥ 0.6."""
+    return polarity(a) * polarity(b) == -1 and subject_overlap(a, b) >= OPPOSED_OVERLAP
+
+
 def supersedes(
     new_text: str, new_tool: str | None, new_entities: Iterable[str],
     old_text: str, old_tool: str | None, old_entities: Iterable[str],
 ) -> bool:
     """True when the new rule replaces the old one: same scope, and an aspect conflict or opposite
-    polarity on the same subject (:func:`graphmem.learn.curator.opposed`)."""
-    from graphmem.learn.curator import opposed  # the curator imports this module
-
+    polarity on the same subject (:func:`opposed`)."""
     if not same_scope(new_tool, new_entities, old_tool, old_entities):
         return False
     if {n for n in names(new_text) if n not in old_text.lower()} | {n for n in names(old_text) if n not in new_text.lower()}:
@@ -157,4 +200,7 @@ def supersedes(
     return aspect_conflict(new_text, old_text) is not None or opposed(new_text, old_text)
 
 
-__all__ = ["ASPECTS", "aspect_conflict", "aspect_values", "same_scope", "supersedes"]
+__all__ = [
+    "ASPECTS", "OPPOSED_OVERLAP", "aspect_conflict", "aspect_values", "opposed", "polarity", "same_scope",
+    "subject_overlap", "supersedes",
+]

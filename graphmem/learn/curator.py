@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from graphmem.learn.actionability import score_actionability
-from graphmem.learn.contradiction import supersedes
+from graphmem.learn.contradiction import opposed, polarity, subject_overlap, supersedes
 from graphmem.learn.injection import score_injection
 from graphmem.learn.screening import Screening, screen
 from graphmem.learnings import LearningService, merged_learning
@@ -66,17 +66,6 @@ _INJECTION = re.compile(
     r"|\b(send|forward|email|post|upload)\b[^.\n]{0,40}\b(passwords?|credentials?|api keys?|secrets?|tokens?)\b",
     re.IGNORECASE,
 )
-_NEGATIVE = re.compile(
-    r"\b(never|don'?t|do not|avoid|stop|no longer|must not|mustn'?t|should not|shouldn'?t|without|not|no|"
-    r"refrain from|skip)\b",
-    re.IGNORECASE,
-)
-_POSITIVE = re.compile(
-    r"\b(always|use|do|prefer|include|make sure|ensure|keep|add|must|should)\b", re.IGNORECASE
-)
-_POLARITY_WORDS = frozenset(
-    ["never", "don't", "dont", "do", "not", "avoid", "stop", "no", "longer", "must", "mustn't", "should", "shouldn't", "without", "refrain", "from", "skip", "always", "use", "prefer", "include", "make", "sure", "ensure", "keep", "add", "a", "an", "the", "to", "of", "in", "for", "on", "and", "or", "with", "be", "is", "are"]
-)
 
 
 def looks_like_injection(text: str | None) -> bool:
@@ -87,38 +76,8 @@ def looks_like_injection(text: str | None) -> bool:
     return bool(_INJECTION.search(text)) or score_injection(text).score >= 0.5
 
 
-def polarity(text: str) -> int:
-    """-1 for prohibitions (never, don't, avoid…), +1 for directives (always, use, keep…), else 0."""
-    if _NEGATIVE.search(text):
-        return -1
-    return 1 if _POSITIVE.search(text) else 0
-
-
-def _subject_words(text: str) -> set[str]:
-    words = re.findall(r"[a-z0-9][a-z0-9'_-]*", text.lower())
-    return {w.rstrip("s") for w in words if w not in _POLARITY_WORDS and len(w) > 1}
-
-
-def subject_overlap(a: str, b: str) -> float:
-    """Jaccard overlap of the content words of two texts, polarity and stop words left out."""
-    wa, wb = _subject_words(a), _subject_words(b)
-    if not wa or not wb:
-        return 0.0
-    return len(wa & wb) / len(wa | wb)
-
-
 _SCOPE_CANDIDATES = 8
 """How many same-scope learnings (most similar first) the owner's feedback is checked against."""
-
-OPPOSED_OVERLAP = 0.6
-"""Content-word overlap at which two texts of opposite polarity are about the same thing."""
-
-
-def opposed(a: str, b: str) -> bool:
-    """True when ``a`` and ``b`` give opposite advice (one prohibits what the other prescribes)
-    about the same subject: opposite :func:`polarity` and :func:`subject_overlap` ≥ 0.6."""
-    return polarity(a) * polarity(b) == -1 and subject_overlap(a, b) >= OPPOSED_OVERLAP
-
 
 def learning_text(learning: Learning) -> str:
     """What the curator compares and embeds: content plus a recommendation it does not contain."""
