@@ -1,4 +1,4 @@
-"""Context assembly (issue 4): prompt sections, token budgets, packing."""
+"""Context assembly: prompt sections, token budgets, packing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The curator (issue 3): dedup, better wording, supersede/contradict scoped, actionability, injection."""
+"""The curator: dedup, better wording, supersede/contradict scoped, actionability, injection."""
 
 from __future__ import annotations
 

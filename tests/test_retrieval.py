@@ -1,4 +1,4 @@
-"""Retrieval (issue 4): candidates, filters, graph expansion, fusion, prior, Applications."""
+"""Retrieval: candidates, filters, graph expansion, fusion, prior, Applications."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Summaries (issue 5): staleness counters, thresholds, the incremental refresher, isolation."""
+"""Summaries: staleness counters, thresholds, the incremental refresher, isolation."""
 
 from __future__ import annotations
 

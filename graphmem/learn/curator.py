@@ -28,7 +28,7 @@ Order of checks for one new learning (``Curator.curate``):
 6. Otherwise inserted.
 
 Nothing is ever deleted. Every write runs in one transaction and calls
-``Memory._on_learnings_changed`` inside it, then ``Memory._after_write`` after the commit.
+``deps.on_learnings_changed`` inside it, then ``deps.after_write`` after the commit (the Deps hooks).
 """
 
 from __future__ import annotations

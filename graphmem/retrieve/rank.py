@@ -63,7 +63,7 @@ class Retriever:
         """The best ``limit`` eligible learnings for the query and anchors, best first.
 
         ``query_vector`` None skips the vector signal (e.g. empty query text); a callable is
-        called once, after the full-text query (see Memory._rank_learnings for why). Entities and
+        called once, after the full-text query (see RetrievalService.rank_learnings for why). Entities and
         topics named in ``query`` are added to the anchors when ``link_names``. With no query
         text and no anchors, the top-quality eligible learnings come back.
         """
