@@ -106,18 +106,20 @@ class CycleReport(BaseModel):
     prompts: list[Change] = Field(default_factory=list)  # A/B tests decided (graphmem/prompts.py)
     distilled: list[Change] = Field(default_factory=list)  # rules distilled (graphmem/distill.py)
     evolved: list[Change] = Field(default_factory=list)  # failing learnings evolved (graphmem/evolution.py)
+    tuned: list[Change] = Field(default_factory=list)  # settings an auto-tuning step kept (graphmem/tuning.py)
     warnings: list[str] = Field(default_factory=list)
 
     @property
     def changed(self) -> int:
         """How many changes the cycle made."""
         return sum(len(x) for x in (self.transitions, self.beliefs, self.invalidated, self.pruned,
-                                    self.tier_changes, self.decayed, self.prompts, self.distilled, self.evolved))
+                                    self.tier_changes, self.decayed, self.prompts, self.distilled, self.evolved,
+                                    self.tuned))
 
     def rows(self) -> list[dict[str, Any]]:
         """Every change as a table row (section, learning, field, old, new, reason)."""
         out = []
-        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled", "evolved"):
+        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled", "evolved", "tuned"):
             for c in getattr(self, section):
                 out.append({"section": section, "learning": c.learning_id[:8], "field": c.field,
                             "old": c.old, "new": c.new, "reason": c.reason})
@@ -375,7 +377,25 @@ def run_cycle(mem: Memory) -> CycleReport:
         for res in mem.evolve().evolved:  # graphmem/evolution.py
             report.evolved.append(Change(learning_id=res.learning_id, field="superseded_by", old="",
                                          new=str(res.evolved_id), reason=res.reason))
+    if mem.settings.auto_tune and not mem.store.read_only:
+        _tune(mem, report)
     return report
+
+
+def _tune(mem: Memory, report: CycleReport) -> None:
+    """One auto-tuning step (graphmem/tuning.py); a failure becomes a warning, not a failed cycle."""
+    from graphmem.errors import GraphmemError
+
+    try:
+        step = mem.tune()
+    except GraphmemError as e:
+        report.warnings.append(f"auto-tuning skipped: {e}")
+        return
+    if step.status == "rolled_back":
+        report.warnings.append(f"auto-tuning step rolled back: {step.reason}")
+    elif step.status == "kept":
+        report.tuned += [Change(learning_id=step.snapshot_id or "", field=r.name, old=f"{r.old:g}", new=f"{r.new:g}",
+                                reason=r.reason) for r in step.recommendations]
 
 
 def _prompt_tests(mem: Memory, report: CycleReport) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,6 +67,10 @@ from graphmem.store import open_store, release_store
 from graphmem.store.health import DoctorReport
 from graphmem.summaries import SummaryService
 from graphmem.trust import own_objective
+
+if TYPE_CHECKING:
+    from graphmem.sessions import SessionMetrics
+    from graphmem.tuning import TuneReport, TuningSnapshot
 
 __all__ = ["HashEmbedder", "Memory"]
 
@@ -122,6 +126,8 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
             vector_storage=self.settings.vector_storage, vector_int8_min_rows=self.settings.vector_int8_min_rows,
         )
         self._closed = False
+        self._base_settings = self.settings  # Settings(auto_tune=True): the user's tuned values overlay it
+        self.settings = _tuned(self.store, self.user, self.settings)
 
     # --- lifecycle of the object -----------------------------------------------------------
     def close(self) -> None:
@@ -140,6 +146,8 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
             self.store.path, dim=self.embedder.dim, embedder_name=self.embedder.name, read_only=self.store.read_only
         ) if self.store.path is not None else self.store
         other._closed = self.store.path is None  # an in-memory store belongs to its creator
+        if self.settings.auto_tune:  # the other user's own tuned values
+            other.settings = _tuned(other.store, other.user, self.__dict__.get("_base_settings", self.settings))
         return other
 
     def __enter__(self) -> Memory:
@@ -328,12 +336,14 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         ground_truth: str | None = None,
         reasoning: str | None = None,
         mode: str = "online",
+        session_id: str | None = None,
     ) -> TraceResult:
         """Judge one output with the node's judges, store the Trace and Verdicts, and (unless
         ``mode="vanilla"``) let the reflector turn failures into learnings (seed 002)."""
         from graphmem.learn.judges import trace
 
-        return trace(self, input_text, output, node=node, ground_truth=ground_truth, reasoning=reasoning, mode=mode)
+        return trace(self, input_text, output, node=node, ground_truth=ground_truth, reasoning=reasoning, mode=mode,
+                     session_id=session_id)
 
     def train(self, examples: Sequence[Mapping[str, Any]], *, node: str = "default") -> TrainReport:
         """Offline mode (seed 002) over a dataset of dicts (input_text, output, ground_truth...)."""
@@ -616,6 +626,48 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         learning = writable_learning(self, learning_id)
         counts = self.store.forget_learnings([learning.id])
         return counts
+
+    # --- auto-tuning and session metrics (graphmem/tuning.py, graphmem/sessions.py) ------------
+    def _deps(self) -> Any:
+        from graphmem.deps import Deps
+
+        return Deps(store=self.store, embedder=self.embedder, llm=self.llm, settings=self.settings,
+                    clock=self.clock, user=self.user, admin=self.admin)
+
+    def tune(self, *, dry_run: bool = False, evaluator: Any = None) -> TuneReport:
+        """One auto-tuning step (README "Auto-tuning"): measure health, move a few settings one step,
+        keep them unless the retrieval guard got worse. Returns a :class:`graphmem.tuning.TuneReport`."""
+        from graphmem.tuning import TuningService
+
+        report = TuningService(self._deps(), evaluator).tune(dry_run=require_bool("dry_run", dry_run))
+        self.settings = _tuned(self.store, self.user, self.settings)
+        return report
+
+    def rollback_tuning(self, snapshot_id: str | None = None) -> TuningSnapshot:
+        """Restore the tuned values of a TuningSnapshot (the latest when None); returns the snapshot."""
+        from graphmem.tuning import TuningService
+
+        snap = TuningService(self._deps()).rollback(snapshot_id)
+        self.settings = _tuned(self.store, self.user, self.settings)
+        return snap
+
+    def tuning_snapshots(self, limit: int = 10) -> list[TuningSnapshot]:
+        """This user's TuningSnapshots, newest first."""
+        from graphmem.tuning import TuningService
+
+        return TuningService(self._deps()).snapshots(require_count("limit", limit))
+
+    def session_metrics(self, session_id: str | None = None, *, limit: int = 20) -> list[SessionMetrics]:
+        """Per-session figures (README "Session metrics"): one session, or the ``limit`` latest."""
+        from graphmem.sessions import session_metrics
+
+        return session_metrics(self._deps(), session_id, limit)
+
+
+def _tuned(store: Any, user: str, settings: Settings) -> Settings:
+    from graphmem.tuning import effective_settings
+
+    return effective_settings(store, user, settings)
 
 
 def _default_llm() -> Any:

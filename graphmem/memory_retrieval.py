@@ -16,7 +16,7 @@ import numpy as np
 
 from graphmem.embed import embed_with_progress
 from graphmem.errors import InvalidInputError
-from graphmem.inputs import names, optional_text, query_text, require_choice, require_items
+from graphmem.inputs import names, optional_string, optional_text, query_text, require_choice, require_items
 from graphmem.models import Event, new_id
 from graphmem.retrieve import AssembledContext, Retriever, ScoredLearning
 from graphmem.retrieve.context import pack
@@ -56,6 +56,7 @@ class RetrievalAPI:
         objective_type: str | None = None,
         limit: int = 8,
         token_budget: int | None = None,
+        session_id: str | None = None,
     ) -> AssembledContext:
         """The learnings and standing preferences an agent should see before acting.
 
@@ -69,6 +70,7 @@ class RetrievalAPI:
         APPLIED_IN edges from the learnings shown; ``ctx.id`` is its id.
 
         An empty query with no anchors returns the preferences and the top-quality learnings.
+        ``session_id`` is stored on the Application (session metrics count it).
         Query text beyond ``Settings.max_query_chars`` is ignored (truncated), not an error.
         """
 
@@ -84,6 +86,7 @@ class RetrievalAPI:
         tool = optional_text("tool", tool, max_chars=200)
         objective_type = optional_text("objective_type", objective_type, max_chars=200)
         entity_names, topic_names = names("entity", entities), names("topic", topics)
+        session_id = optional_string("session_id", session_id)
         now = self.now()
         t1 = t2 = time.perf_counter()
         items = self._rank_learnings(  # embeds the query itself, after the full-text query
@@ -101,6 +104,7 @@ class RetrievalAPI:
                 self.store.record_application,
                 application_id=app_id, user_id=self.user, query=text, tool=tool, created_at=now,
                 reasons=[f"{len(shown)} of {len(items)} ranked learnings fit {budget} tokens"],
+                session_id=session_id,
                 shown=[(i.id, i.rank, i.score, list(i.reasons)) for i in shown],
             )
             if self.settings.defer_application_writes:

@@ -19,6 +19,10 @@ _SNAPSHOT_PROPS = (
 )
 _SNAPSHOT_RETURN = ", ".join(f"s.{p} AS {p}" for p in _SNAPSHOT_PROPS)
 _JSON_PROPS = {"settings": {}, "changes": [], "health": {}}
+# An Application's verdict (graphmem.outcomes.verdict_of): the rating decides when given, else the outcome.
+_ACCEPTED = "(a.rating = 'good' OR (a.rating IS NULL AND a.outcome = 'success'))"
+_REJECTED = "(a.rating = 'bad' OR (a.rating IS NULL AND a.outcome = 'failure'))"
+_NEUTRAL = "(a.rating = 'okay')"
 
 
 def _snapshot_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,9 +113,9 @@ class TuningStore(KuzuBase):
         row = self.read(
             "MATCH (a:Application) WHERE a.user_id = $u AND a.created_at >= $since "
             "RETURN count(a) AS contexts, "
-            "sum(CASE WHEN a.outcome = 'accepted' THEN 1 ELSE 0 END) AS accepted, "
-            "sum(CASE WHEN a.outcome = 'rejected' THEN 1 ELSE 0 END) AS rejected, "
-            "sum(CASE WHEN a.outcome = 'neutral' THEN 1 ELSE 0 END) AS neutral",
+            f"sum(CASE WHEN {_ACCEPTED} THEN 1 ELSE 0 END) AS accepted, "
+            f"sum(CASE WHEN {_REJECTED} THEN 1 ELSE 0 END) AS rejected, "
+            f"sum(CASE WHEN {_NEUTRAL} THEN 1 ELSE 0 END) AS neutral",
             params,
         )[0]
         shown = self.read(
@@ -184,9 +188,9 @@ class TuningStore(KuzuBase):
         for r in self.read(
             "MATCH (a:Application) WHERE a.user_id = $u AND a.session_id IN $sids RETURN a.session_id AS sid, "
             "count(a) AS n, min(a.created_at) AS first, max(a.created_at) AS last, "
-            "sum(CASE WHEN a.outcome = 'accepted' THEN 1 ELSE 0 END) AS accepted, "
-            "sum(CASE WHEN a.outcome = 'rejected' THEN 1 ELSE 0 END) AS rejected, "
-            "sum(CASE WHEN a.outcome = 'neutral' THEN 1 ELSE 0 END) AS neutral", params,
+            f"sum(CASE WHEN {_ACCEPTED} THEN 1 ELSE 0 END) AS accepted, "
+            f"sum(CASE WHEN {_REJECTED} THEN 1 ELSE 0 END) AS rejected, "
+            f"sum(CASE WHEN {_NEUTRAL} THEN 1 ELSE 0 END) AS neutral", params,
         ):
             o = out[r["sid"]]
             o.update(contexts=int(r["n"]), accepted=int(r["accepted"] or 0), rejected=int(r["rejected"] or 0),
