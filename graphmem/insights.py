@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from graphmem.models import STATUSES, TIERS
+from graphmem.sessions import SessionMetrics
 
 if TYPE_CHECKING:
     from graphmem.memory import Memory
@@ -134,6 +135,7 @@ class Insights(BaseModel):
     learnings: list[LearningInsight] = Field(default_factory=list)
     timeline: list[TimelineEntry] = Field(default_factory=list)
     outcomes_by_day: list[DayOutcomes] = Field(default_factory=list)
+    sessions: list[SessionMetrics] = Field(default_factory=list)  # the latest sessions (graphmem/sessions.py)
 
 
 def _rate(num: int, den: int) -> float | None:
@@ -216,6 +218,7 @@ def compute(mem: Memory, *, timeline: int = 50) -> Insights:
         learnings=learnings,
         timeline=entries,
         outcomes_by_day=by_day(rows),
+        sessions=mem.session_metrics(limit=10),
     )
 
 

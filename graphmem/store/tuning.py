@@ -18,7 +18,7 @@ _SNAPSHOT_PROPS = (
     "noise_after", "status", "reason", "restored_at",
 )
 _SNAPSHOT_RETURN = ", ".join(f"s.{p} AS {p}" for p in _SNAPSHOT_PROPS)
-_JSON_PROPS = {"settings": {}, "changes": [], "health": {}}
+_JSON_PROPS: dict[str, Any] = {"settings": {}, "changes": [], "health": {}}
 # An Application's verdict (graphmem.outcomes.verdict_of): the rating decides when given, else the outcome.
 _ACCEPTED = "(a.rating = 'good' OR (a.rating IS NULL AND a.outcome = 'success'))"
 _REJECTED = "(a.rating = 'bad' OR (a.rating IS NULL AND a.outcome = 'failure'))"
