@@ -82,7 +82,7 @@ def test_the_documented_cypher_agrees(busy: Memory) -> None:
     rows = busy.cypher(
         "MATCH (a:Application) WHERE a.session_id IS NOT NULL "
         "RETURN a.session_id AS session, count(a) AS contexts, "
-        "sum(CASE WHEN a.rating = 'good' OR (a.rating IS NULL AND a.outcome = 'success') THEN 1 ELSE 0 END) AS accepted "
+        "count(CASE WHEN a.rating = 'good' OR (a.rating IS NULL AND a.outcome = 'success') THEN 1 END) AS accepted "
         "ORDER BY session"
     )
     by_session = {m.session_id: m for m in busy.session_metrics()}
