@@ -11,7 +11,8 @@ One step (:meth:`TuningService.tune`):
 3. **Snapshot**: the tunable values in effect go into a ``TuningSnapshot`` node (the last
    ``Settings.tune_keep_snapshots`` per user are kept).
 4. **Apply and verify**: the new values are persisted (``TunedSettings``) and the guard runs again;
-   when P@5 fell more than ``Settings.tune_p5_drop`` (10 %, relative) or noise exceeds
+   when P@5 fell more than ``Settings.tune_p5_drop`` (10 %, relative) from before the step or from
+   before the user's first step (so small steps cannot add up to a larger drop), or noise exceeds
    ``Settings.tune_noise_max`` (0), the snapshot is restored at once (status ``rolled_back``).
 
 Precedence: a Memory's settings are the ``Settings`` it was constructed with; when
@@ -310,14 +311,15 @@ class TuningService:
                 "changes": [r.model_dump() for r in recs], "health": health.model_dump(mode="json"),
                 "p5_before": before.p5, "noise_before": before.noise, "status": "applying",
             })
-            store.set_tuned_settings(user, new_values, snapshot_id, now)
+            reference = store.tuning_reference_p5(user)
+            store.set_tuned_settings(user, new_values, snapshot_id, now, reference_p5=before.p5)
             store.prune_tuning_snapshots(user, self.deps.settings.tune_keep_snapshots)
         try:
             after = self.evaluator(apply_values(current, new_values))
         except Exception:
             self._restore(snapshot_id, old_values, "rolled_back", None, None, "the guard failed after the change")
             raise
-        harmful = self._harm(before, after, current)
+        harmful = self._harm(before, after, current, reference)
         report.snapshot_id, report.p5_after, report.noise_after = snapshot_id, after.p5, after.noise
         if harmful:
             self._restore(snapshot_id, old_values, "rolled_back", after.p5, after.noise, harmful)
@@ -331,13 +333,17 @@ class TuningService:
         return report
 
     @staticmethod
-    def _harm(before: GuardScore, after: GuardScore, settings: Settings) -> str | None:
-        """Why a step must be rolled back (None when it may stay)."""
+    def _harm(before: GuardScore, after: GuardScore, settings: Settings, reference: float | None) -> str | None:
+        """Why a step must be rolled back (None when it may stay): noise, a drop of P@5 from before
+        the step, or a drift below the P@5 measured before the user's first step."""
+        drop = settings.tune_p5_drop
         if after.noise > settings.tune_noise_max:
             return f"noise {after.noise} > {settings.tune_noise_max}: ineligible learnings returned"
-        if before.p5 > 0 and (before.p5 - after.p5) / before.p5 > settings.tune_p5_drop:
-            return (f"P@5 dropped {before.p5:.3f} -> {after.p5:.3f} "
-                    f"(more than {settings.tune_p5_drop:.0%} relative)")
+        if before.p5 > 0 and (before.p5 - after.p5) / before.p5 > drop:
+            return f"P@5 dropped {before.p5:.3f} -> {after.p5:.3f} (more than {drop:.0%} relative)"
+        if reference and (reference - after.p5) / reference > drop:
+            return (f"P@5 {after.p5:.3f} drifted more than {drop:.0%} below {reference:.3f}, "
+                    "its value before the first tuning step")
         return None
 
     def _restore(self, snapshot_id: str, values: Mapping[str, float], status: str, p5: float | None,

@@ -89,6 +89,15 @@ def test_a_small_drop_within_the_tolerance_is_kept(tuned: Memory) -> None:
     assert report.status == "kept"
 
 
+def test_small_drops_cannot_add_up(tuned: Memory) -> None:
+    guard = Guard(lambda s: 0.6 - (s.min_success_rate - 0.3) * 0.8)  # each step costs 0.04 P@5
+    first = tuned.tune(evaluator=guard)
+    assert first.status == "kept" and first.p5_after == pytest.approx(0.56)  # -6.7 %: within 10 %
+    second = tuned.tune(evaluator=guard)  # 0.56 -> 0.52: -7.1 % from before, -13 % from the start
+    assert second.status == "rolled_back" and "before the first tuning step" in second.reason
+    assert tuned.settings.min_success_rate == pytest.approx(0.35)
+
+
 def test_a_step_that_helps_is_kept_and_persists(tuned: Memory, make_memory: Callable[..., Memory]) -> None:
     report = tuned.tune(evaluator=Guard(lambda s: 0.5 + s.min_success_rate / 10))
     assert report.status == "kept" and report.kept
@@ -134,8 +143,9 @@ def test_steps_stop_at_the_bounds(tuned: Memory) -> None:
     assert len(tuned.tuning_snapshots()) == 6
 
 
-def test_rollback_by_hand(tuned: Memory, make_memory: Callable[..., Memory]) -> None:
+def test_rollback_by_hand(tuned: Memory, make_memory: Callable[..., Memory], clock: FakeClock) -> None:
     first = tuned.tune(evaluator=Guard(lambda s: 0.5))
+    clock.advance(minutes=1)
     second = tuned.tune(evaluator=Guard(lambda s: 0.5))
     assert tuned.settings.min_success_rate == pytest.approx(0.4)
     snap = tuned.rollback_tuning()  # the latest: undoes the second step

@@ -98,12 +98,22 @@ class TuningStore(KuzuBase):
         values = loads(rows[0]["settings"], {})
         return values if isinstance(values, dict) else None
 
-    def set_tuned_settings(self, user_id: str, values: Mapping[str, Any], snapshot_id: str | None, at: datetime) -> None:
-        """Persist the tuned values in effect for the user."""
+    def set_tuned_settings(
+        self, user_id: str, values: Mapping[str, Any], snapshot_id: str | None, at: datetime,
+        reference_p5: float | None = None,
+    ) -> None:
+        """Persist the tuned values in effect for the user (``reference_p5`` is kept once set)."""
         self.write(
-            "MERGE (t:TunedSettings {id: $u}) SET t.user_id = $u, t.settings = $v, t.snapshot_id = $sid, t.updated_at = $ts",
-            {"u": user_id, "v": dumps(dict(values)), "sid": snapshot_id, "ts": to_db_time(at)},
+            "MERGE (t:TunedSettings {id: $u}) SET t.user_id = $u, t.settings = $v, t.snapshot_id = $sid, "
+            "t.updated_at = $ts, t.reference_p5 = coalesce(t.reference_p5, $ref)",
+            {"u": user_id, "v": dumps(dict(values)), "sid": snapshot_id, "ts": to_db_time(at),
+             "ref": None if reference_p5 is None else float(reference_p5)},
         )
+
+    def tuning_reference_p5(self, user_id: str) -> float | None:
+        """The guard's P@5 before the user's first tuning step (None before any)."""
+        rows = self.read("MATCH (t:TunedSettings {id: $u}) RETURN t.reference_p5 AS p5", {"u": user_id})
+        return None if not rows or rows[0]["p5"] is None else float(rows[0]["p5"])
 
     # --- health ------------------------------------------------------------------------------
     def context_health(self, user_id: str, since: datetime) -> dict[str, int]:
