@@ -242,6 +242,18 @@ class Settings(BaseModel):
     noise_max: int = 0
     guard_rolling_window: int = 5
 
+    # --- auto-tuning (seed 003 system 1; graphmem/tuning.py): off by default -----------------
+    auto_tune: bool = False  # run_cycle runs a tuning step, and a Memory uses the persisted tuned values
+    tune_p5_drop: float = 0.10  # roll back when the guard's P@5 drops more than this share (relative)
+    tune_noise_max: int = 0  # ... or when the guard returns more ineligible learnings than this
+    tune_max_changes: int = 3  # tunables changed per step (each by one step within its bounds)
+    tune_min_outcomes: int = 20  # rated contexts needed before the follow rate drives a change
+    tune_window_days: float = 30.0  # health is measured over the contexts of this many last days
+    tune_low_follow_rate: float = 0.5  # below: tighten the filters (the agent rejects what it is shown)
+    tune_high_follow_rate: float = 0.8  # above: loosen them (more learnings may reach the agent)
+    tune_latency_ms: float = 250.0  # median context latency on the guard set above this: fewer candidates
+    tune_keep_snapshots: int = 10  # TuningSnapshot nodes kept per user
+
     # --- input limits --------------------------------------------------------------------
     max_content_chars: int = 20_000
     max_query_chars: int = 4_000
@@ -347,6 +359,9 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "distill_similarity": _UNIT, "distill_min_size": _POSITIVE, "distill_confidence": _UNIT,
     "evolve_min_ratings": _POSITIVE, "evolve_candidates": _POSITIVE, "evolve_parents": _POSITIVE,
     "evolve_test_cases": _POSITIVE, "evolve_max_per_run": _POSITIVE,
+    "tune_p5_drop": _UNIT, "tune_noise_max": _COUNT, "tune_max_changes": _POSITIVE, "tune_min_outcomes": _COUNT,
+    "tune_window_days": _POSITIVE, "tune_low_follow_rate": _UNIT, "tune_high_follow_rate": _UNIT,
+    "tune_latency_ms": _POSITIVE, "tune_keep_snapshots": _POSITIVE,
 }
 """The allowed range of every numeric setting; a numeric setting missing here must only be finite
 (tests/test_input_validation.py checks that every numeric setting is listed)."""

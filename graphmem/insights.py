@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from graphmem.learnings import LearningService
 from graphmem.models import STATUSES, TIERS
+from graphmem.sessions import SessionMetrics, session_metrics
 
 if TYPE_CHECKING:
     from graphmem.deps import Deps
@@ -135,6 +136,7 @@ class Insights(BaseModel):
     learnings: list[LearningInsight] = Field(default_factory=list)
     timeline: list[TimelineEntry] = Field(default_factory=list)
     outcomes_by_day: list[DayOutcomes] = Field(default_factory=list)
+    sessions: list[SessionMetrics] = Field(default_factory=list)  # the latest sessions (graphmem/sessions.py)
 
 
 def _rate(num: int, den: int) -> float | None:
@@ -217,4 +219,5 @@ def compute(deps: Deps, *, timeline: int = 50) -> Insights:
         learnings=learnings,
         timeline=entries,
         outcomes_by_day=by_day(rows),
+        sessions=session_metrics(deps, limit=10),
     )

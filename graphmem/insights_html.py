@@ -114,6 +114,11 @@ def render_html(ins: Insights) -> str:
             [t.created_at.strftime("%Y-%m-%d %H:%M"), t.learning_id[:8], t.content, t.field, t.old, t.new, t.reason, t.version]
             for t in ins.timeline
         ],
+        "session_rows": [
+            [m.session_id, m.last_at.strftime("%Y-%m-%d %H:%M") if m.last_at else "", m.contexts, m.outcomes,
+             _pct(m.success_rate), m.learnings_created, m.learnings_used, _pct(m.trace_pass_rate)]
+            for m in ins.sessions
+        ],
     }
     page = env.get_template("insights.html").render(**context).lstrip()
     return re.sub(r"\n{3,}", "\n\n", page)

@@ -51,6 +51,7 @@ from graphmem.learn.screening import classify_text
 from graphmem.learnings import LearningService
 from graphmem.models import Learning, Transition
 from graphmem.store.loop import WindowOutcome
+from graphmem.tuning import TuningService
 
 if TYPE_CHECKING:
     from graphmem.deps import Deps
@@ -108,18 +109,20 @@ class CycleReport(BaseModel):
     prompts: list[Change] = Field(default_factory=list)  # A/B tests decided (graphmem/prompts.py)
     distilled: list[Change] = Field(default_factory=list)  # rules distilled (graphmem/distill.py)
     evolved: list[Change] = Field(default_factory=list)  # failing learnings evolved (graphmem/evolution.py)
+    tuned: list[Change] = Field(default_factory=list)  # settings an auto-tuning step kept (graphmem/tuning.py)
     warnings: list[str] = Field(default_factory=list)
 
     @property
     def changed(self) -> int:
         """How many changes the cycle made."""
         return sum(len(x) for x in (self.transitions, self.beliefs, self.invalidated, self.pruned,
-                                    self.tier_changes, self.decayed, self.prompts, self.distilled, self.evolved))
+                                    self.tier_changes, self.decayed, self.prompts, self.distilled, self.evolved,
+                                    self.tuned))
 
     def rows(self) -> list[dict[str, Any]]:
         """Every change as a table row (section, learning, field, old, new, reason)."""
         out = []
-        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled", "evolved"):
+        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled", "evolved", "tuned"):
             for c in getattr(self, section):
                 out.append({"section": section, "learning": c.learning_id[:8], "field": c.field,
                             "old": c.old, "new": c.new, "reason": c.reason})
@@ -377,7 +380,25 @@ def run_cycle(deps: Deps) -> CycleReport:
         for res in ImproveService(deps).evolve().evolved:  # graphmem/evolution.py
             report.evolved.append(Change(learning_id=res.learning_id, field="superseded_by", old="",
                                          new=str(res.evolved_id), reason=res.reason))
+    if deps.settings.auto_tune and not deps.store.read_only:
+        _tune(deps, report)
     return report
+
+
+def _tune(deps: Deps, report: CycleReport) -> None:
+    """One auto-tuning step (graphmem/tuning.py); a failure becomes a warning, not a failed cycle."""
+    from graphmem.errors import GraphmemError
+
+    try:
+        step = TuningService(deps).tune()
+    except GraphmemError as e:
+        report.warnings.append(f"auto-tuning skipped: {e}")
+        return
+    if step.status == "rolled_back":
+        report.warnings.append(f"auto-tuning step rolled back: {step.reason}")
+    elif step.status == "kept":
+        report.tuned += [Change(learning_id=step.snapshot_id or "", field=r.name, old=f"{r.old:g}", new=f"{r.new:g}",
+                                reason=r.reason) for r in step.recommendations]
 
 
 def _prompt_tests(deps: Deps, report: CycleReport) -> None:

@@ -61,7 +61,9 @@ from graphmem.trust import own_objective
 
 if TYPE_CHECKING:
     from graphmem.retrieve import Retriever
+    from graphmem.sessions import SessionMetrics
     from graphmem.store import KuzuGraphStore
+    from graphmem.tuning import TuneReport, TuningSnapshot
 
 __all__ = ["HashEmbedder", "Memory"]
 
@@ -150,6 +152,8 @@ class Memory:
         self._wire(Deps(store=store, embedder=embedder, llm=llm if llm is not None else _default_llm(),
                         settings=settings, clock=clock or utcnow, user=user, admin=bool(admin)))
         self._closed = False
+        self._base_settings = self.settings  # Settings(auto_tune=True): the user's tuned values overlay it
+        self.settings = _tuned(self.store, self.user, self.settings)
 
     def _wire(self, deps: Deps, *, retriever: Retriever | None = None, summaries: SummaryService | None = None) -> None:
         """Build the services on ``deps``. The summary service (this Memory's own, never shared
@@ -179,6 +183,8 @@ class Memory:
             ))
         other._wire(deps, retriever=self._retrieval._state)
         other._closed = self.store.path is None  # an in-memory store belongs to its creator
+        if self.settings.auto_tune:  # the other user's own tuned values
+            other.settings = _tuned(other.store, other.user, self.__dict__.get("_base_settings", self.settings))
         return other
 
     def __enter__(self) -> Memory:
@@ -305,12 +311,14 @@ class Memory:
         ground_truth: str | None = None,
         reasoning: str | None = None,
         mode: str = "online",
+        session_id: str | None = None,
     ) -> TraceResult:
         """Judge one output with the node's judges, store the Trace and Verdicts, and (unless
         ``mode="vanilla"``) let the reflector turn failures into learnings (seed 002)."""
         from graphmem.learn.judges import trace
 
-        return trace(self.deps, input_text, output, node=node, ground_truth=ground_truth, reasoning=reasoning, mode=mode)
+        return trace(self.deps, input_text, output, node=node, ground_truth=ground_truth, reasoning=reasoning, mode=mode,
+                     session_id=session_id)
 
     def train(self, examples: Sequence[Mapping[str, Any]], *, node: str = "default") -> TrainReport:
         """Offline mode (seed 002) over a dataset of dicts (input_text, output, ground_truth...)."""
@@ -571,6 +579,42 @@ class Memory:
         learning = writable_learning(self.deps, learning_id)
         counts = self.store.forget_learnings([learning.id])
         return counts
+
+    # --- auto-tuning and session metrics (graphmem/tuning.py, graphmem/sessions.py) ------------
+    def tune(self, *, dry_run: bool = False, evaluator: Any = None) -> TuneReport:
+        """One auto-tuning step (README "Auto-tuning"): measure health, move a few settings one step,
+        keep them unless the retrieval guard got worse. Returns a :class:`graphmem.tuning.TuneReport`."""
+        from graphmem.tuning import TuningService
+
+        report = TuningService(self.deps, evaluator).tune(dry_run=require_bool("dry_run", dry_run))
+        self.settings = _tuned(self.store, self.user, self.settings)
+        return report
+
+    def rollback_tuning(self, snapshot_id: str | None = None) -> TuningSnapshot:
+        """Restore the tuned values of a TuningSnapshot (the latest when None); returns the snapshot."""
+        from graphmem.tuning import TuningService
+
+        snap = TuningService(self.deps).rollback(snapshot_id)
+        self.settings = _tuned(self.store, self.user, self.settings)
+        return snap
+
+    def tuning_snapshots(self, limit: int = 10) -> list[TuningSnapshot]:
+        """This user's TuningSnapshots, newest first."""
+        from graphmem.tuning import TuningService
+
+        return TuningService(self.deps).snapshots(require_count("limit", limit))
+
+    def session_metrics(self, session_id: str | None = None, *, limit: int = 20) -> list[SessionMetrics]:
+        """Per-session figures (README "Session metrics"): one session, or the ``limit`` latest."""
+        from graphmem.sessions import session_metrics
+
+        return session_metrics(self.deps, session_id, limit)
+
+
+def _tuned(store: Any, user: str, settings: Settings) -> Settings:
+    from graphmem.tuning import effective_settings
+
+    return effective_settings(store, user, settings)
 
 
 def _default_llm() -> Any:

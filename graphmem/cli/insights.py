@@ -135,6 +135,10 @@ def insights_cmd(
         "outcomes over time",
         "No contexts handed out yet: this fills in as `context` is called and outcomes come back.",
     )
+    from graphmem.cli.tune import session_row
+
+    _section([session_row(m) for m in ins.sessions], "sessions (latest first)",
+             "No sessions yet: pass session_id to record_event, context and trace.")
     if html is not None:
         console.print(f"wrote {html}", highlight=False)
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphmem.errors import InvalidInputError, LLMError
-from graphmem.inputs import optional_text, require_text
+from graphmem.inputs import optional_string, optional_text, require_text
 from graphmem.learn.curator import Curator
 from graphmem.learnings import LearningService
 from graphmem.llm.prompts import judge_request, reflector_request
@@ -139,9 +139,11 @@ def trace(
     ground_truth: str | None = None,
     reasoning: str | None = None,
     mode: str = "online",
+    session_id: str | None = None,
 ) -> TraceResult:
     """Judge one output, store the trace and verdicts, and learn from failures (see module doc)."""
     mode = _mode(mode)
+    session_id = optional_string("session_id", session_id)
     limit = deps.settings.max_content_chars
     node_name = require_text("node", node, max_chars=200)
     inp = require_text("input_text", input_text, max_chars=limit)
@@ -174,7 +176,7 @@ def trace(
         deps.store.insert_trace({
             "id": trace_id, "user_id": deps.user, "node": node_name, "mode": mode, "input_text": inp,
             "output": out, "ground_truth": truth, "reasoning": why, "passed": passed, "pattern_id": None,
-            "created_at": now,
+            "created_at": now, "session_id": session_id,
         })
         for v, judge in zip(verdicts, judges):
             deps.store.insert_verdict(trace_id, new_id(), v.judge, v.passed, v.score, v.reasoning, now,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from graphmem.errors import InvalidInputError
-from graphmem.inputs import names, optional_text, query_text, require_choice
+from graphmem.inputs import names, optional_string, optional_text, query_text, require_choice
 from graphmem.models import new_id
 from graphmem.retrieve import AssembledContext, Retriever, ScoredLearning
 from graphmem.retrieve.context import pack
@@ -50,6 +50,7 @@ class RetrievalService:
         objective_type: str | None = None,
         limit: int = 8,
         token_budget: int | None = None,
+        session_id: str | None = None,
     ) -> AssembledContext:
         """The learnings and standing preferences an agent should see before acting.
 
@@ -63,6 +64,7 @@ class RetrievalService:
         APPLIED_IN edges from the learnings shown; ``ctx.id`` is its id.
 
         An empty query with no anchors returns the preferences and the top-quality learnings.
+        ``session_id`` is stored on the Application (session metrics count it).
         Query text beyond ``Settings.max_query_chars`` is ignored (truncated), not an error.
         """
 
@@ -78,6 +80,7 @@ class RetrievalService:
         tool = optional_text("tool", tool, max_chars=200)
         objective_type = optional_text("objective_type", objective_type, max_chars=200)
         entity_names, topic_names = names("entity", entities), names("topic", topics)
+        session_id = optional_string("session_id", session_id)
         now = self.deps.now()
         t1 = t2 = time.perf_counter()
         items = self.rank_learnings(  # embeds the query itself, after the full-text query
@@ -95,6 +98,7 @@ class RetrievalService:
                 self.deps.store.record_application,
                 application_id=app_id, user_id=self.deps.user, query=text, tool=tool, created_at=now,
                 reasons=[f"{len(shown)} of {len(items)} ranked learnings fit {budget} tokens"],
+                session_id=session_id,
                 shown=[(i.id, i.rank, i.score, list(i.reasons)) for i in shown],
             )
             if self.deps.settings.defer_application_writes:

@@ -39,6 +39,7 @@ from graphmem.store.retrieval import RetrievalStore
 from graphmem.store.search import SearchStore
 from graphmem.store.summaries import SummaryStore
 from graphmem.store.traces import TraceStore
+from graphmem.store.tuning import TuningStore
 
 
 @runtime_checkable
@@ -70,7 +71,7 @@ class GraphStore(Protocol):
 
 
 class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore,
-                     ForgetStore, FactStore, PromptStore, DistillStore, RegressionStore, EvolutionStore):
+                     ForgetStore, FactStore, PromptStore, DistillStore, RegressionStore, EvolutionStore, TuningStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(

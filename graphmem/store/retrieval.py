@@ -175,6 +175,7 @@ class RetrievalStore(KuzuBase):
         created_at: datetime,
         reasons: Sequence[str],
         shown: Iterable[tuple[str, int, float, Sequence[str]]],
+        session_id: str | None = None,
     ) -> None:
         """Write an Application and APPLIED_IN edges (rank, score, reasons JSON) in one transaction.
 
@@ -182,7 +183,7 @@ class RetrievalStore(KuzuBase):
         """
         params: dict[str, Any] = {
             "id": application_id, "user": user_id, "query": query, "tool": tool,
-            "ts": to_db_time(created_at), "reasons": dumps(list(reasons)),
+            "ts": to_db_time(created_at), "reasons": dumps(list(reasons)), "sid": session_id,
         }
         matches, edges = [], []
         for i, (ident, rank, score, why) in enumerate(shown):
@@ -192,7 +193,7 @@ class RetrievalStore(KuzuBase):
         # One statement: a primary-key lookup per learning (an UNWIND would scan every learning,
         # and a statement per edge costs more than the edge).
         cypher = ("CREATE (a:Application {id: $id, user_id: $user, query: $query, tool: $tool, "
-                  "created_at: $ts, reasons: $reasons})")
+                  "created_at: $ts, reasons: $reasons, session_id: $sid})")
         if matches:
             cypher += f" WITH a MATCH {', '.join(matches)} CREATE {', '.join(edges)}"
         with self.transaction():

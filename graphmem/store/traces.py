@@ -17,7 +17,7 @@ from graphmem.store.kuzu_store import KuzuBase, dumps, from_db_time, loads, to_d
 
 _TRACE_PROPS: tuple[str, ...] = (
     "id", "user_id", "node", "mode", "input_text", "output", "ground_truth", "reasoning", "passed",
-    "pattern_id", "created_at",
+    "pattern_id", "created_at", "session_id",
 )
 _TRACE_RETURN = ", ".join(f"t.{p} AS {p}" for p in _TRACE_PROPS)
 _DERIVED_TARGETS = frozenset({"Event", "Trace", "Reflection"})
