@@ -91,7 +91,7 @@ def test_the_documented_cypher_agrees(busy: Memory) -> None:
 
 
 def test_insights_show_the_sessions(busy: Memory) -> None:
-    from graphmem.insights import render_html
+    from graphmem.insights_html import render_html
 
     ins = busy.insights()
     assert [m.session_id for m in ins.sessions] == ["s2", "s1"]
