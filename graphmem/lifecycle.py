@@ -34,6 +34,9 @@
 7. **Distillation** (seed 004): clusters of similar episodes become rules (:mod:`graphmem.distill`).
 8. **Bullet evolution** (seed 002): learnings that keep failing are rewritten by crossover
    (:mod:`graphmem.evolution`).
+9. **Weak domains and domain evolution** (seed 003 systems 4 and 9): the weakness trainer proposes
+   candidate lessons for weak domains (:mod:`graphmem.weakness`) and a domain snapshot records
+   follow rates, events and gaps (:mod:`graphmem.domain_evolution`).
 
 Every status/tier change goes through ``Memory._apply_changes``: version + 1 and a Transition.
 """
@@ -106,18 +109,22 @@ class CycleReport(BaseModel):
     prompts: list[Change] = Field(default_factory=list)  # A/B tests decided (graphmem/prompts.py)
     distilled: list[Change] = Field(default_factory=list)  # rules distilled (graphmem/distill.py)
     evolved: list[Change] = Field(default_factory=list)  # failing learnings evolved (graphmem/evolution.py)
+    weakness: list[Change] = Field(default_factory=list)  # lessons from weak domains (graphmem/weakness.py)
+    domains: list[Change] = Field(default_factory=list)  # domain events (graphmem/domain_evolution.py)
     warnings: list[str] = Field(default_factory=list)
 
     @property
     def changed(self) -> int:
         """How many changes the cycle made."""
         return sum(len(x) for x in (self.transitions, self.beliefs, self.invalidated, self.pruned,
-                                    self.tier_changes, self.decayed, self.prompts, self.distilled, self.evolved))
+                                    self.tier_changes, self.decayed, self.prompts, self.distilled, self.evolved,
+                                    self.weakness, self.domains))
 
     def rows(self) -> list[dict[str, Any]]:
         """Every change as a table row (section, learning, field, old, new, reason)."""
         out = []
-        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled", "evolved"):
+        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled", "evolved",
+                        "weakness", "domains"):
             for c in getattr(self, section):
                 out.append({"section": section, "learning": c.learning_id[:8], "field": c.field,
                             "old": c.old, "new": c.new, "reason": c.reason})
@@ -375,7 +382,21 @@ def run_cycle(mem: Memory) -> CycleReport:
         for res in mem.evolve().evolved:  # graphmem/evolution.py
             report.evolved.append(Change(learning_id=res.learning_id, field="superseded_by", old="",
                                          new=str(res.evolved_id), reason=res.reason))
+    _domains(mem, report)
     return report
+
+
+def _domains(mem: Memory, report: CycleReport) -> None:
+    """The weakness trainer and a domain snapshot (graphmem/weakness.py, graphmem/domain_evolution.py)."""
+    if mem.settings.weakness_in_cycle:
+        for lesson in mem.weaknesses().lessons:
+            report.weakness.append(Change(learning_id=lesson.learning_id, field="status" if lesson.created else "validations",
+                                          old="" if lesson.created else "re-derived", new="candidate" if lesson.created else "+1",
+                                          reason=f"{lesson.domain}: {lesson.content[:120]}"))
+    if mem.settings.domains_in_cycle:
+        for e in mem.domains().events:
+            report.domains.append(Change(learning_id="", field=e.kind, old="" if e.old is None else f"{e.old:.3f}",
+                                         new="" if e.new is None else f"{e.new:.3f}", reason=f"{e.domain}: {e.detail}"))
 
 
 def _prompt_tests(mem: Memory, report: CycleReport) -> None:

@@ -67,6 +67,8 @@ from graphmem.store import open_store, release_store
 from graphmem.store.health import DoctorReport
 from graphmem.summaries import SummaryService
 from graphmem.trust import own_objective
+from graphmem.domain_evolution import DomainReport  # domain evolution
+from graphmem.weakness import WeaknessReport  # the weakness trainer
 
 __all__ = ["HashEmbedder", "Memory"]
 
@@ -616,6 +618,28 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         learning = writable_learning(self, learning_id)
         counts = self.store.forget_learnings([learning.id])
         return counts
+
+    # --- weak domains and domain evolution (graphmem/weakness.py, graphmem/domain_evolution.py) ----
+    def weaknesses(self, *, train: bool = True, top: int | None = None) -> WeaknessReport:
+        """Find weak domains from surprise moments and, with ``train``, store lessons for the ``top``
+        weakest as candidate learnings (WeaknessReport). See README "How it watches its own domains"."""
+        from graphmem.deps import Deps
+        from graphmem.weakness import WeaknessTrainer
+
+        deps = Deps(self.store, self.embedder, self.llm, self.settings, self.clock, self.user, self.admin)
+        report = WeaknessTrainer(deps, on_changed=lambda ls, c: self._on_learnings_changed(ls, change=c)).run(train=train, top=top)
+        if report.lessons:
+            self._after_write()
+        return report
+
+    def domains(self, *, record: bool = True) -> DomainReport:
+        """Per domain: learnings, follow rate, surprises, events since the last run and gaps; with
+        ``record``, store a snapshot of what changed (DomainReport)."""
+        from graphmem.deps import Deps
+        from graphmem.domain_evolution import DomainEvolution
+
+        return DomainEvolution(Deps(self.store, self.embedder, self.llm, self.settings, self.clock, self.user,
+                                    self.admin)).run(record=record)
 
 
 def _default_llm() -> Any:
