@@ -128,7 +128,7 @@ class DomainEvolution:
             raise InvalidInputError(f"record must be True or False, got {record!r}")
         if isinstance(history, bool) or not isinstance(history, int) or history < 0:
             raise InvalidInputError(f"history must be a whole number >= 0, got {history!r}")
-        d, s = self.deps, self.deps.settings
+        d = self.deps
         now = d.now()
         stats = self._figures()
         states = d.store.domain_states(d.user)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from graphmem.config import Settings
+from graphmem.domain_evolution import DomainReport  # domain evolution
 from graphmem.embed import Embedder, HashEmbedder, default_embedder
 from graphmem.errors import InvalidInputError
 from graphmem.export import ExportReport
@@ -67,7 +68,6 @@ from graphmem.store import open_store, release_store
 from graphmem.store.health import DoctorReport
 from graphmem.summaries import SummaryService
 from graphmem.trust import own_objective
-from graphmem.domain_evolution import DomainReport  # domain evolution
 from graphmem.weakness import WeaknessReport  # the weakness trainer
 
 __all__ = ["HashEmbedder", "Memory"]

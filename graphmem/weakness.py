@@ -31,20 +31,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from graphmem.deps import Deps
 from graphmem.domains import DomainRef, Showing, domain_id, domain_label, load_showings
-from graphmem.errors import InvalidInputError
+from graphmem.errors import InvalidInputError, NotFoundError
 from graphmem.learn.screening import classify_text
 from graphmem.llm.prompts_weakness import weakness_request
 from graphmem.llm.schemas import WeaknessLessons
 from graphmem.models import Learning, LearningLinks, Transition
 
-WEAKNESS = "weakness"  # Learning.source_type of a lesson
+WEAKNESS: Final = "weakness"  # Learning.source_type of a lesson
 MAX_SURPRISES_PER_REQUEST = 20
 
 
@@ -241,7 +241,7 @@ class WeaknessTrainer:
     def _entities(self, learning_id: str) -> list[str]:
         try:
             return list(self.deps.store.get_learning(learning_id).entities)
-        except Exception:  # noqa: BLE001 - a learning forgotten meanwhile has no entities to lend
+        except NotFoundError:  # forgotten meanwhile: no entities to lend
             return []
 
     def _changed(self, learnings: Sequence[Learning], change: str) -> None:

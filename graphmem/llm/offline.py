@@ -28,10 +28,10 @@ from pydantic import BaseModel, ValidationError
 from graphmem.errors import LLMError, LLMValidationError
 from graphmem.llm.base import LLMRequest, T
 from graphmem.llm.offline_evolution import crossover_bullets, judge_bullet
-from graphmem.llm.offline_weakness import weakness_lessons
 from graphmem.llm.offline_facts import extract_facts
 from graphmem.llm.offline_feedback import _objective_type_of, analyse_feedback
 from graphmem.llm.offline_text import _STOP, _cap, _gist, _norm, _rx, _sentences, _similar, _tokens, _unique, _words
+from graphmem.llm.offline_weakness import weakness_lessons
 from graphmem.llm.schemas import (
     ContradictionJudgement,
     EpisodeReflection,
