@@ -100,6 +100,17 @@ class DomainStats(BaseModel):
     gaps: list[DomainGap] = Field(default_factory=list)
 
 
+class LessonRow(BaseModel):
+    """A lesson the weakness trainer proposed for a domain (graphmem/weakness.py)."""
+
+    id: str
+    domain: str
+    content: str
+    status: str
+    validations: int = 0
+    episodes: int = 0  # surprise episodes it consolidates
+
+
 class DomainReport(BaseModel):
     """What one domain-evolution run saw, changed and stored."""
 
@@ -110,6 +121,12 @@ class DomainReport(BaseModel):
     events: list[DomainEvent] = Field(default_factory=list)  # this run's
     gaps: list[DomainGap] = Field(default_factory=list)  # the current diagnosis
     recent_events: list[DomainEvent] = Field(default_factory=list)  # stored, newest first
+    lessons: list[LessonRow] = Field(default_factory=list)  # the weakness trainer's lessons, oldest first
+
+    @property
+    def weak(self) -> list[DomainStats]:
+        """The weak domains (see graphmem/weakness.py), weakest first."""
+        return sorted((st for st in self.domains if st.weak), key=lambda st: (-(st.avg_gap or 0.0), st.domain))
 
 
 def _rate(num: int, den: int) -> float | None:
@@ -151,6 +168,11 @@ class DomainEvolution:
                 for st, events, _ in writes:
                     self._write(st, events, now)
             report.snapshots = len(writes)
+        report.lessons = [
+            LessonRow(id=r["id"], domain=f"{r['kind']}:{r['name']}", content=r["content"], status=r["status"],
+                      validations=int(r["validations"] or 0), episodes=int(r["episodes"] or 0))
+            for r in d.store.weakness_lesson_rows(d.user)
+        ]
         if history:
             report.recent_events = [DomainEvent.model_validate(r) for r in d.store.domain_events(d.user, history)]
         return report
@@ -261,4 +283,4 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-__all__ = ["DomainEvent", "DomainEvolution", "DomainGap", "DomainReport", "DomainStats", "SourceStats"]
+__all__ = ["DomainEvent", "DomainEvolution", "DomainGap", "DomainReport", "DomainStats", "LessonRow", "SourceStats"]

@@ -220,9 +220,10 @@ def compute(mem: Memory, *, timeline: int = 50) -> Insights:
 
 
 # --- HTML --------------------------------------------------------------------------------
-def render_html(ins: Insights) -> str:
+def render_html(ins: Insights, *, domains: Any = None) -> str:
     """A self-contained HTML page of the insights (Jinja2 template, matplotlib chart as inline
-    SVG, no external assets): see :mod:`graphmem.insights_html`."""
+    SVG, no external assets): see :mod:`graphmem.insights_html`. ``domains``: a DomainReport
+    (``Memory.domains()``) adds the domains section."""
     from graphmem.insights_html import render_html as render
 
-    return render(ins)
+    return render(ins, domains=domains)

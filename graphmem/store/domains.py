@@ -128,6 +128,18 @@ class DomainStore(KuzuBase):
         )
         return [str(r["id"]) for r in rows]
 
+    def weakness_lesson_rows(self, user_id: str) -> list[dict[str, Any]]:
+        """The user's weakness lessons, oldest first: id, content, status, validations, the
+        domain's kind and name, and how many surprise episodes they consolidate."""
+        return self.read(
+            "MATCH (c:Learning)-[:WEAKNESS_OF]->(d:Domain) WHERE c.user_id = $u "
+            "OPTIONAL MATCH (c)-[s:SURPRISED_BY]->(:Application) "
+            "RETURN c.id AS id, c.content AS content, c.status AS status, c.validations AS validations, "
+            "d.kind AS kind, d.name AS name, count(s) AS episodes, c.created_at AS created_at "
+            "ORDER BY created_at, id",
+            {"u": user_id},
+        )
+
     # --- writes -------------------------------------------------------------------------------
     def upsert_domain(self, node_id: str, user_id: str, kind: str, name: str, at: datetime) -> None:
         """Create the Domain node if missing, linked (COVERS) to its Tool/Topic/ObjectiveType node."""
