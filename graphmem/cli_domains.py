@@ -26,10 +26,12 @@ def _needs_file(mem: Any, what: str) -> None:
 
 def print_domains(report: Any) -> None:
     """The domains, their gaps, the weakness trainer's lessons and the recent domain events."""
-    from graphmem.insights_domains import domain_rows, event_rows, gap_rows, lesson_rows
+    from graphmem.insights_domains import domain_rows, event_rows, gap_rows, lesson_rows, source_rows
 
     _section(domain_rows(report), "domains (tools, topics, objective types)",
              "No domains yet: they appear as learnings are linked to tools, topics or objective types.")
+    if source_rows(report):
+        print_rows(source_rows(report), title="sources by follow rate")
     _section(gap_rows(report), "domain gaps", "No gaps: every domain has learnings that are shown and followed.")
     _section(lesson_rows(report), "lessons from weak domains (candidates)",
              "No lessons yet: the weakness trainer proposes them once a domain is weak (`graphmem weaknesses`).")

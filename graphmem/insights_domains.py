@@ -19,14 +19,23 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 
 def domain_rows(report: DomainReport) -> list[dict[str, Any]]:
-    """One row per domain: learnings, follow rate (and before), surprises, average gap, weak, gaps."""
+    """One row per domain: learnings (served), confidence, follow rate (showings) and before,
+    surprises with the average gap, weak."""
     return [
-        {"domain": st.domain, "learnings": st.learnings, "served": st.live_learnings, "conf": _num(st.avg_confidence),
-         "showings": st.showings, "follow rate": _pct(st.follow_rate), "before": _pct(st.previous_follow_rate),
-         "surprises": st.surprises, "avg gap": _num(st.avg_gap), "weak": "WEAK" if st.weak else "",
-         "top/weak source": " / ".join(x or "-" for x in (st.top_source, st.weak_source)) if st.top_source else "",
-         "gaps": ", ".join(f"{g.kind} ({g.severity})" for g in st.gaps)}
+        {"domain": st.domain, "learnings": f"{st.learnings} ({st.live_learnings} served)",
+         "conf": _num(st.avg_confidence), "follow rate": f"{_pct(st.follow_rate)} of {st.showings}",
+         "before": _pct(st.previous_follow_rate), "surprises": f"{st.surprises}, gap {_num(st.avg_gap)}",
+         "weak": "WEAK" if st.weak else ""}
         for st in report.domains
+    ]
+
+
+def source_rows(report: DomainReport) -> list[dict[str, Any]]:
+    """The domains whose learnings' sources differ in follow rate: the top and the weak source."""
+    return [
+        {"domain": st.domain, "top source": f"{st.top_source} {_pct(st.sources[st.top_source].follow_rate)}",
+         "weak source": f"{st.weak_source} {_pct(st.sources[st.weak_source].follow_rate)}"}
+        for st in report.domains if st.top_source and st.weak_source
     ]
 
 
@@ -60,9 +69,10 @@ def html_context(report: DomainReport | None) -> dict[str, Any]:
         "domains": report,
         "domain_rows": rows(domain_rows(report)),
         "domain_gap_rows": rows(gap_rows(report)),
+        "domain_source_rows": rows(source_rows(report)),
         "domain_event_rows": rows(event_rows(report)),
         "domain_lesson_rows": rows(lesson_rows(report)),
     }
 
 
-__all__ = ["domain_rows", "event_rows", "gap_rows", "html_context", "lesson_rows"]
+__all__ = ["domain_rows", "event_rows", "gap_rows", "html_context", "lesson_rows", "source_rows"]

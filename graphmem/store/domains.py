@@ -165,9 +165,9 @@ class DomainStore(KuzuBase):
             f"MATCH (d:Domain {{id: $node}}) CREATE (d)-[:HAS_SNAPSHOT]->(:DomainSnapshot {{id: $sid, "
             f"user_id: $u, domain: $domain, created_at: $at, {props}}}) "
             "SET d.snapshot_id = $sid, d.follow_rate = $follow_rate, d.top_source = $top, "
-            "d.weak_source = $weak, d.updated_at = $at",
+            "d.weak_source = $weak_src, d.updated_at = $at",
             {**params, "node": node_id, "sid": snapshot_id, "u": user_id, "domain": domain,
-             "at": to_db_time(at), "top": top_source, "weak": weak_source},
+             "at": to_db_time(at), "top": top_source, "weak_src": weak_source},
         )
 
     def add_domain_event(self, node_id: str, event: Mapping[str, Any]) -> None:
