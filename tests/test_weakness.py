@@ -183,6 +183,6 @@ def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 - the README's own example
     scope["mem"].close()  # type: ignore[attr-defined]
     lines = out.getvalue().splitlines()
-    assert lines[0] == "tool:send_email 3 0.85 True"
+    assert lines[0] == "tool:send_email 3 0.875 True"
     assert lines[1].startswith('candidate In the send_email tool, check that "Emails to Dana')
     assert "low_effectiveness" in lines[2]
