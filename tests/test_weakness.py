@@ -180,7 +180,7 @@ def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     out = io.StringIO()
     scope: dict[str, object] = {}
     with contextlib.redirect_stdout(out):
-        exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 - the README's own example
+        exec(compile(block, "README.md", "exec"), scope)  # the README's own example
     scope["mem"].close()  # type: ignore[attr-defined]
     lines = out.getvalue().splitlines()
     assert lines[0] == "tool:send_email 3 0.875 True"
