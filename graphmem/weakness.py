@@ -24,7 +24,9 @@ learning that surprised. A lesson that repeats one the domain already has (cosin
 ``Settings.dedup_similarity``) is not stored again: the existing one gains the new episodes and a
 validation (re-derived from new evidence), which is what the lifecycle's onboarding counts to put
 a candidate on canary. Running twice on the same outcomes changes nothing the second time.
-Lessons the injection screen refuses are dropped. Every LLM call runs before anything is written.
+Surprises the answer names in no lesson are linked to its first lesson, so they are not asked
+about again. Lessons the injection screen refuses are dropped. Every LLM call runs before anything
+is written.
 """
 
 from __future__ import annotations
@@ -192,10 +194,14 @@ class WeaknessTrainer:
             existing = d.store.get_learnings(d.store.weakness_lessons(d.user, node))
             known = d.store.learning_vectors([l.id for l in existing])
             by_id = {l.id: l for l in existing}
+            made: set[str] = set()
             for lesson, vec in zip(lessons, vectors):
                 picked = [fresh[i] for i in lesson.sources if 0 <= i < len(fresh)] or list(fresh)
                 links = [(m.application_id, m.learning_id, m.gap) for m in picked]
                 twin = _nearest(vec, known, s.dedup_similarity)
+                if twin is not None and twin in made:  # the answer repeats a lesson it just gave
+                    d.store.link_weakness(twin, node, links)
+                    continue
                 if twin is not None:
                     old = by_id[twin]
                     updated = old.model_copy(update={"validations": old.validations + 1, "last_validated_at": now,
@@ -217,9 +223,15 @@ class WeaknessTrainer:
                     objective_type=learning.objective_type))
                 d.store.link_weakness(learning.id, node, links)
                 known[learning.id], by_id[learning.id] = vec, learning
+                made.add(learning.id)
                 self._changed([learning], "created")
                 out.append(Lesson(learning_id=learning.id, domain=ref.key, content=learning.content, created=True,
                                   episodes=len(links)))
+            covered = {(a, l) for lesson in lessons for i in lesson.sources if 0 <= i < len(fresh)
+                       for a, l in [(fresh[i].application_id, fresh[i].learning_id)]}
+            rest = [(m.application_id, m.learning_id, m.gap) for m in fresh if (m.application_id, m.learning_id) not in covered]
+            if rest and out and any(l.sources for l in lessons):  # asked about, named by no lesson: not asked again
+                d.store.link_weakness(out[0].learning_id, node, rest)
         return out
 
     def _lesson(self, ref: DomainRef, lesson: Any, picked: list[Surprise], now: datetime) -> Learning:

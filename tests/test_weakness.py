@@ -186,3 +186,26 @@ def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert lines[0] == "tool:send_email 3 0.875 True"
     assert lines[1].startswith('candidate In the send_email tool, check that "Emails to Dana')
     assert "low_effectiveness" in lines[2]
+
+
+class _Repeating:
+    """An LLM that gives the same lesson twice and points at a surprise that does not exist."""
+
+    name = "repeating"
+
+    def generate(self, request: object, schema: type) -> object:
+        lesson = {"content": "Check the orders table schema before querying it", "sources": [0, 99]}
+        return schema.model_validate({"lessons": [lesson, lesson]})
+
+
+def test_a_repeated_lesson_in_one_answer_is_stored_once(make_memory: Callable[..., Memory], clock: FakeClock) -> None:
+    mem = make_memory(llm=_Repeating())
+    l = mem.add_learning("Query the orders table directly", tool="run_sql", confidence=0.9)
+    showings(mem, l.id, "ff", clock.now)
+    report = mem.weaknesses()
+    assert [(x.created, x.episodes) for x in report.lessons] == [(True, 1)]
+    [lesson] = mem.learnings(status="candidate")
+    assert lesson.validations == 0
+    # the surprise the answer named nowhere is linked to its first lesson: not asked about again
+    assert len(mem.cypher("MATCH (c:Learning)-[s:SURPRISED_BY]->(:Application) RETURN s.gap AS g")) == 2
+    assert mem.weaknesses().lessons == []
