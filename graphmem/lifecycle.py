@@ -388,8 +388,15 @@ def run_cycle(mem: Memory) -> CycleReport:
 
 def _domains(mem: Memory, report: CycleReport) -> None:
     """The weakness trainer and a domain snapshot (graphmem/weakness.py, graphmem/domain_evolution.py)."""
+    from graphmem.errors import LLMError
+
     if mem.settings.weakness_in_cycle:
-        for lesson in mem.weaknesses().lessons:
+        try:
+            lessons = mem.weaknesses().lessons
+        except LLMError as err:  # the LLM failed: nothing was written; the next cycle asks again
+            lessons = []
+            report.warnings.append(f"weakness trainer skipped: the LLM failed: {err}")
+        for lesson in lessons:
             report.weakness.append(Change(learning_id=lesson.learning_id, field="status" if lesson.created else "validations",
                                           old="" if lesson.created else "re-derived", new="candidate" if lesson.created else "+1",
                                           reason=f"{lesson.domain}: {lesson.content[:120]}"))

@@ -209,3 +209,27 @@ def test_a_repeated_lesson_in_one_answer_is_stored_once(make_memory: Callable[..
     # the surprise the answer named nowhere is linked to its first lesson: not asked about again
     assert len(mem.cypher("MATCH (c:Learning)-[s:SURPRISED_BY]->(:Application) RETURN s.gap AS g")) == 2
     assert mem.weaknesses().lessons == []
+
+
+class _Failing:
+    name = "failing"
+
+    def generate(self, request: object, schema: type) -> object:
+        from graphmem.errors import LLMError
+
+        raise LLMError("the model is down")
+
+
+def test_a_failing_llm_writes_nothing_and_the_cycle_goes_on(make_memory: Callable[..., Memory],
+                                                             clock: FakeClock) -> None:
+    mem = make_memory(llm=_Failing(), clock=clock)
+    l = mem.add_learning("Query the orders table directly", tool="run_sql", confidence=0.9)
+    showings(mem, l.id, "ff", clock.now)
+    from graphmem.errors import LLMError
+
+    with pytest.raises(LLMError):
+        mem.weaknesses()
+    assert mem.learnings(status="candidate") == []
+    report = mem.run_cycle()
+    assert report.weakness == [] and any("weakness trainer skipped" in w for w in report.warnings)
+    assert [s.domain for s in mem.domains(record=False).weak] == ["tool:run_sql"]
