@@ -229,6 +229,19 @@ class Settings(BaseModel):
     evolve_test_cases: int = 4  # seed 002: fitness = helpful / 4 failed cases
     evolve_max_per_run: int = 5  # failing learnings one evolve()/cycle tries (LLM calls: ~1 + 5 x cases x judges each)
 
+    # --- weakness trainer and domain evolution (seed 003 systems 4 and 9; graphmem/weakness.py,
+    #     graphmem/domain_evolution.py; a domain is a tool, topic or objective type: graphmem/domains.py)
+    weakness_surprise_gap: float = 0.5  # a showing is a surprise when |confidence - outcome| exceeds this
+    weakness_min_gap: float = 0.5  # seed MIN_CONFIDENCE_GAP: weak when the domain's average gap exceeds this
+    weakness_min_surprises: int = 2  # seed MIN_SURPRISE_COUNT: ... and it holds at least this many surprises
+    weakness_max_domains: int = 5  # weak domains trained per run, weakest first (the seed's --top 5)
+    weakness_max_lessons: int = 3  # lessons proposed per weak domain per run
+    weakness_in_cycle: bool = True  # run_cycle runs the weakness trainer
+    domain_shift_min: float = 0.05  # seed: an event when a domain's follow rate moved more than this since the last run
+    domain_low_effectiveness: float = 0.05  # seed: follow rate below this is a low_effectiveness gap
+    domain_min_showings: int = 3  # showings a domain needs for a low_effectiveness gap, a source to be its top/weak one
+    domains_in_cycle: bool = True  # run_cycle takes a domain snapshot
+
     # --- summaries (seed 001) ------------------------------------------------------------
     summary_thresholds: dict[str, int] = Field(default_factory=_summary_thresholds)
     summary_refresh: str = "inline"  # "inline" (after a write crosses a threshold) or "background"
@@ -362,6 +375,9 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "tune_p5_drop": _UNIT, "tune_noise_max": _COUNT, "tune_max_changes": _POSITIVE, "tune_min_outcomes": _COUNT,
     "tune_window_days": _POSITIVE, "tune_low_follow_rate": _UNIT, "tune_high_follow_rate": _UNIT,
     "tune_latency_ms": _POSITIVE, "tune_keep_snapshots": _POSITIVE,
+    "weakness_surprise_gap": _UNIT, "weakness_min_gap": _UNIT, "weakness_min_surprises": _POSITIVE,
+    "weakness_max_domains": _POSITIVE, "weakness_max_lessons": _POSITIVE, "domain_shift_min": _UNIT,
+    "domain_low_effectiveness": _UNIT, "domain_min_showings": _POSITIVE,
 }
 """The allowed range of every numeric setting; a numeric setting missing here must only be finite
 (tests/test_input_validation.py checks that every numeric setting is listed)."""

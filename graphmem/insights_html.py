@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from graphmem.domain_evolution import DomainReport
     from graphmem.insights import DayOutcomes, Insights
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -81,8 +82,9 @@ def outcomes_svg(days: Sequence[DayOutcomes], *, width: float = 7.2, height: flo
     return svg[svg.index("<svg"):]  # drop the XML prolog and DOCTYPE: the SVG sits inside HTML
 
 
-def render_html(ins: Insights) -> str:
-    """The insights as one self-contained HTML page (see the module docstring)."""
+def render_html(ins: Insights, *, domains: DomainReport | None = None) -> str:
+    """The insights as one self-contained HTML page (see the module docstring); with ``domains``
+    (``Memory.domains()``), a section on domains, their gaps, lessons and events."""
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     env = Environment(
@@ -120,5 +122,8 @@ def render_html(ins: Insights) -> str:
             for m in ins.sessions
         ],
     }
+    from graphmem.insights_domains import html_context
+
+    context.update(html_context(domains))
     page = env.get_template("insights.html").render(**context).lstrip()
     return re.sub(r"\n{3,}", "\n\n", page)

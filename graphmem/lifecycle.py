@@ -34,6 +34,9 @@
 7. **Distillation** (seed 004): clusters of similar episodes become rules (:mod:`graphmem.distill`).
 8. **Bullet evolution** (seed 002): learnings that keep failing are rewritten by crossover
    (:mod:`graphmem.evolution`).
+9. **Weak domains and domain evolution** (seed 003 systems 4 and 9): the weakness trainer proposes
+   candidate lessons for weak domains (:mod:`graphmem.weakness`) and a domain snapshot records
+   follow rates, events and gaps (:mod:`graphmem.domain_evolution`).
 
 Every status/tier change goes through :meth:`graphmem.learnings.LearningService.apply_changes`: version + 1 and a Transition.
 """
@@ -110,6 +113,8 @@ class CycleReport(BaseModel):
     distilled: list[Change] = Field(default_factory=list)  # rules distilled (graphmem/distill.py)
     evolved: list[Change] = Field(default_factory=list)  # failing learnings evolved (graphmem/evolution.py)
     tuned: list[Change] = Field(default_factory=list)  # settings an auto-tuning step kept (graphmem/tuning.py)
+    weakness: list[Change] = Field(default_factory=list)  # lessons from weak domains (graphmem/weakness.py)
+    domains: list[Change] = Field(default_factory=list)  # domain events (graphmem/domain_evolution.py)
     warnings: list[str] = Field(default_factory=list)
 
     @property
@@ -117,12 +122,13 @@ class CycleReport(BaseModel):
         """How many changes the cycle made."""
         return sum(len(x) for x in (self.transitions, self.beliefs, self.invalidated, self.pruned,
                                     self.tier_changes, self.decayed, self.prompts, self.distilled, self.evolved,
-                                    self.tuned))
+                                    self.tuned, self.weakness, self.domains))
 
     def rows(self) -> list[dict[str, Any]]:
         """Every change as a table row (section, learning, field, old, new, reason)."""
         out = []
-        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled", "evolved", "tuned"):
+        for section in ("transitions", "beliefs", "invalidated", "pruned", "tier_changes", "decayed", "prompts", "distilled", "evolved",
+                        "tuned", "weakness", "domains"):
             for c in getattr(self, section):
                 out.append({"section": section, "learning": c.learning_id[:8], "field": c.field,
                             "old": c.old, "new": c.new, "reason": c.reason})
@@ -380,6 +386,7 @@ def run_cycle(deps: Deps) -> CycleReport:
         for res in ImproveService(deps).evolve().evolved:  # graphmem/evolution.py
             report.evolved.append(Change(learning_id=res.learning_id, field="superseded_by", old="",
                                          new=str(res.evolved_id), reason=res.reason))
+    _domains(deps, report)
     if deps.settings.auto_tune and not deps.store.read_only:
         _tune(deps, report)
     return report
@@ -399,6 +406,30 @@ def _tune(deps: Deps, report: CycleReport) -> None:
     elif step.status == "kept":
         report.tuned += [Change(learning_id=step.snapshot_id or "", field=r.name, old=f"{r.old:g}", new=f"{r.new:g}",
                                 reason=r.reason) for r in step.recommendations]
+
+
+def _domains(deps: Deps, report: CycleReport) -> None:
+    """The weakness trainer and a domain snapshot (graphmem/weakness.py, graphmem/domain_evolution.py)."""
+    from graphmem.domain_evolution import DomainEvolution
+    from graphmem.errors import LLMError
+    from graphmem.weakness import WeaknessTrainer
+
+    if deps.settings.weakness_in_cycle:
+        try:
+            lessons = WeaknessTrainer(deps, on_changed=deps.changed_hook).run().lessons
+        except LLMError as err:  # the LLM failed: nothing was written; the next cycle asks again
+            lessons = []
+            report.warnings.append(f"weakness trainer skipped: the LLM failed: {err}")
+        if lessons:
+            deps.after_write()
+        for lesson in lessons:
+            report.weakness.append(Change(learning_id=lesson.learning_id, field="status" if lesson.created else "validations",
+                                          old="" if lesson.created else "re-derived", new="candidate" if lesson.created else "+1",
+                                          reason=f"{lesson.domain}: {lesson.content[:120]}"))
+    if deps.settings.domains_in_cycle:
+        for e in DomainEvolution(deps).run().events:
+            report.domains.append(Change(learning_id="", field=e.kind, old="" if e.old is None else f"{e.old:.3f}",
+                                         new="" if e.new is None else f"{e.new:.3f}", reason=f"{e.domain}: {e.detail}"))
 
 
 def _prompt_tests(deps: Deps, report: CycleReport) -> None:

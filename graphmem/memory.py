@@ -27,6 +27,7 @@ import numpy as np
 
 from graphmem.config import Settings
 from graphmem.deps import Deps
+from graphmem.domain_evolution import DomainReport
 from graphmem.embed import Embedder, HashEmbedder, default_embedder
 from graphmem.errors import InvalidInputError
 from graphmem.events import EventService
@@ -58,6 +59,7 @@ from graphmem.store import open_store, release_store
 from graphmem.store.health import DoctorReport
 from graphmem.summaries import SummaryService
 from graphmem.trust import own_objective
+from graphmem.weakness import WeaknessReport  # the weakness trainer
 
 if TYPE_CHECKING:
     from graphmem.retrieve import Retriever
@@ -609,6 +611,24 @@ class Memory:
         from graphmem.sessions import session_metrics
 
         return session_metrics(self.deps, session_id, limit)
+
+    # --- weak domains and domain evolution (graphmem/weakness.py, graphmem/domain_evolution.py) ----
+    def weaknesses(self, *, train: bool = True, top: int | None = None) -> WeaknessReport:
+        """Find weak domains from surprise moments and, with ``train``, store lessons for the ``top``
+        weakest as candidate learnings (WeaknessReport). See README "How it watches its own domains"."""
+        from graphmem.weakness import WeaknessTrainer
+
+        report = WeaknessTrainer(self.deps, on_changed=self.deps.changed_hook).run(train=train, top=top)
+        if report.lessons:
+            self.deps.after_write()
+        return report
+
+    def domains(self, *, record: bool = True) -> DomainReport:
+        """Per domain: learnings, follow rate, surprises, events since the last run and gaps; with
+        ``record``, store a snapshot of what changed (DomainReport)."""
+        from graphmem.domain_evolution import DomainEvolution
+
+        return DomainEvolution(self.deps).run(record=record)
 
 
 def _tuned(store: Any, user: str, settings: Settings) -> Settings:

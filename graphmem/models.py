@@ -24,6 +24,7 @@ SourceType = Literal[
     "online",
     "evolution",
     "distillation",
+    "weakness",
 ]
 Sentiment = Literal["positive", "negative", "neutral"]
 Status = Literal["shadow", "candidate", "canary", "active", "disabled"]

@@ -32,7 +32,8 @@ from graphmem.llm.prompts import (
     summary_request,
 )
 from graphmem.llm.prompts_evolution import bullet_test_request, crossover_request
-from graphmem.llm.schemas import BulletTest, ContradictionJudgement, CrossoverOutput
+from graphmem.llm.prompts_weakness import weakness_request
+from graphmem.llm.schemas import BulletTest, ContradictionJudgement, CrossoverOutput, WeaknessLessons
 
 LLM = OfflineLLM()
 ACTIONS = [
@@ -294,6 +295,8 @@ def test_every_task_has_a_builder_and_answers_deterministically() -> None:
                                                  "entities": ["Dana"]}, []), ContradictionJudgement),
         "crossover": (crossover_request({"content": "Round totals"}, [{"content": "Show cents"}], [], 4), CrossoverOutput),
         "bullet_test": (bullet_test_request("j", "c", "Show cents", "i", "o", "o.50", None), BulletTest),
+        "weakness": (weakness_request("the send_email tool", [{"learning": "Use bullet points", "confidence": 0.9,
+                                                               "outcome": "failure", "query": "q"}]), WeaknessLessons),
     }
     assert set(requests) == set(TASKS)
     for task, (req, schema) in requests.items():

@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, tuple[str, bool, str | None]] = {
     "locomo": ("benchmarks.locomo", False, "locomo.json"),
     "scale": ("benchmarks.scale", False, None),
     "loop": ("benchmarks.loop", True, "loop.json"),
+    "stages": ("benchmarks.stages", True, "stages.json"),
     "ingest": ("benchmarks.ingest", False, "ingest.json"),
     "summaries": ("benchmarks.summaries", False, "summaries.json"),
     "injection": ("benchmarks.injection", False, None),

@@ -80,6 +80,7 @@ def insights_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML page to FILE."),
     timeline: int = typer.Option(30, "--timeline", help="How many recent transitions to show."),
+    domains: bool = typer.Option(False, "--domains", help="Add the domains: follow rates, gaps, weak-domain lessons, events."),
 ) -> None:
     """Acceptance, pass/fallback/retry rates, rating coverage, learnings and transitions."""
     from graphmem.insights_html import render_html
@@ -88,12 +89,13 @@ def insights_cmd(
         raise GraphmemError(f"--timeline must be > 0, got {timeline}")
     mem = open_memory()
     ins = mem.insights(timeline=timeline)
+    dom = _domains_report(mem) if domains else None
     if html is not None:
         if not html.parent.exists():
             raise GraphmemError(f"the folder {html.parent} does not exist; create it first")
-        html.write_text(render_html(ins), encoding="utf-8")
+        html.write_text(render_html(ins, domains=dom), encoding="utf-8")
     if json_out:
-        print_json(ins)
+        print_json(ins if dom is None else {**ins.model_dump(), "domains": dom})
         return
     o = ins.overview
     if not ins.learnings and not o.applications:
@@ -139,8 +141,21 @@ def insights_cmd(
 
     _section([session_row(m) for m in ins.sessions], "sessions (latest first)",
              "No sessions yet: pass session_id to record_event, context and trace.")
+    if dom is not None:
+        from graphmem.cli.domains import print_domains
+
+        print_domains(dom)
     if html is not None:
         console.print(f"wrote {html}", highlight=False)
+
+
+def _domains_report(mem: Any) -> Any:
+    """``mem.domains()`` for ``--domains`` (a snapshot of what changed, unless read-only)."""
+    from graphmem.cli.common import state
+
+    if not hasattr(mem, "domains"):
+        raise GraphmemError("--domains works on a database file: pass --db PATH instead of --server")
+    return mem.domains(record=not state.read_only)
 
 
 @command("export")

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Task = Literal[
     "feedback", "objective_eval", "reflection", "judge", "reflector", "summary", "injection", "contradiction",
-    "crossover", "bullet_test",
+    "crossover", "bullet_test", "weakness",
 ]
 """The kinds of request an LLM answers; each has one output model in :mod:`.schemas`."""
 

@@ -10,6 +10,7 @@ It reads ``request.inputs`` (never ``request.prompt``) and answers with the requ
 - reflector: one bullet per failed verdict ("When <input>, answer <truth> instead of <output>").
 - summary: extractive and incremental: previous bullets minus removed plus new, corrections first.
 - crossover / bullet_test: bullet evolution (:mod:`graphmem.llm.offline_evolution`).
+- weakness: lessons from surprise moments (:mod:`graphmem.llm.offline_weakness`).
 
 Text from tools and traces is only ever quoted or classified, never reworded into an instruction:
 only the owner's own words (feedback) are.
@@ -30,6 +31,7 @@ from graphmem.llm.offline_evolution import crossover_bullets, judge_bullet
 from graphmem.llm.offline_facts import extract_facts
 from graphmem.llm.offline_feedback import _objective_type_of, analyse_feedback
 from graphmem.llm.offline_text import _STOP, _cap, _gist, _norm, _rx, _sentences, _similar, _tokens, _unique, _words
+from graphmem.llm.offline_weakness import weakness_lessons
 from graphmem.llm.schemas import (
     ContradictionJudgement,
     EpisodeReflection,
@@ -411,6 +413,7 @@ _RULES: dict[str, tuple[Callable[..., BaseModel], tuple[str, ...], tuple[str, ..
     "crossover": (crossover_bullets, ("original",), ("parents", "failures", "n")),
     "bullet_test": (judge_bullet, ("bullet",), ("judge_name", "criteria", "input_text", "output", "ground_truth",
                                                "reasoning")),
+    "weakness": (weakness_lessons, ("domain", "surprises"), ("n",)),
 }
 
 

@@ -169,6 +169,21 @@ class BulletTest(_Output):
     reasoning: str = Field(min_length=1, description="Why, in one sentence.")
 
 
+class WeaknessLesson(_Output):
+    """One lesson consolidated from surprise moments in a weak domain (the weakness trainer)."""
+
+    content: str = Field(min_length=1, description="The lesson, worded as an instruction.")
+    applies_when: OptText = Field(default=None, description="When it applies, or null.")
+    recommendation: OptText = Field(default=None, description="The concrete action, or null.")
+    sources: list[int] = Field(default_factory=list, description="0-based indexes of the surprises it is drawn from.")
+
+
+class WeaknessLessons(_Output):
+    """The weakness trainer's answer: lessons for one weak domain (best first)."""
+
+    lessons: list[WeaknessLesson] = Field(default_factory=list, max_length=10, description="The lessons.")
+
+
 InjectionFamily = Literal["exfiltration", "authority", "safeguards"]
 _FAMILY_NAMES = ("exfiltration", "authority", "safeguards")
 
@@ -252,4 +267,6 @@ __all__ = [
     "Sentiment",
     "SummaryOutput",
     "UserFact",
+    "WeaknessLesson",
+    "WeaknessLessons",
 ]

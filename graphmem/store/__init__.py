@@ -27,6 +27,7 @@ from graphmem.store.analytics import AnalyticsStore
 from graphmem.store.bulk import BulkStore
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.distill import DistillStore
+from graphmem.store.domains import DomainStore
 from graphmem.store.events import EventStore
 from graphmem.store.evolution import EvolutionStore
 from graphmem.store.facts import FactStore
@@ -71,7 +72,8 @@ class GraphStore(Protocol):
 
 
 class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore,
-                     ForgetStore, FactStore, PromptStore, DistillStore, RegressionStore, EvolutionStore, TuningStore):
+                     ForgetStore, FactStore, PromptStore, DistillStore, RegressionStore, EvolutionStore, TuningStore,
+                     DomainStore):
     """The Kùzu implementation of :class:`GraphStore`."""
 
     def __init__(

@@ -188,7 +188,7 @@ class RetrievalStore(KuzuBase):
         matches, edges = [], []
         for i, (ident, rank, score, why) in enumerate(shown):
             matches.append(f"(l{i}:Learning {{id: $l{i}}})")
-            edges.append(f"(l{i})-[:APPLIED_IN {{rank: $r{i}, score: $s{i}, reasons: $w{i}}}]->(a)")
+            edges.append(f"(l{i})-[:APPLIED_IN {{rank: $r{i}, score: $s{i}, reasons: $w{i}, confidence: l{i}.confidence}}]->(a)")
             params.update({f"l{i}": ident, f"r{i}": int(rank), f"s{i}": float(score), f"w{i}": dumps(list(why))})
         # One statement: a primary-key lookup per learning (an UNWIND would scan every learning,
         # and a statement per edge costs more than the edge).
