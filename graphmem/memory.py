@@ -91,6 +91,8 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         clock: returns "now" as an aware UTC datetime; tests inject one.
         admin: may change other users' shared learnings and forget any user (see README,
             "Users and privacy"); a plain Memory changes and forgets only its own user's memory.
+        bolt_auth: (user, password) when ``path`` is a ``bolt://host:port/database`` URL (a graph
+            server: ArcadeDB, Neo4j, Memgraph; see graphmem.store.bolt).
     """
 
     def __init__(
@@ -104,6 +106,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         settings: Settings | None = None,
         clock: Callable[[], datetime] | None = None,
         admin: bool = False,
+        bolt_auth: tuple[str, str] | None = None,
     ) -> None:
         require_path("path", path, allow_none=True)
         read_only = require_bool("read_only", read_only)
@@ -120,6 +123,7 @@ class Memory(LearningsAPI, RetrievalAPI, EvolveAPI):
         self.store = open_store(
             path, dim=self.embedder.dim, embedder_name=self.embedder.name, read_only=read_only,
             vector_storage=self.settings.vector_storage, vector_int8_min_rows=self.settings.vector_int8_min_rows,
+            bolt_auth=bolt_auth,
         )
         self._closed = False
 

@@ -1,0 +1,143 @@
+"""Kùzu's Cypher as openCypher: the few functions graphmem's mixins use that other engines name
+differently, and the values that cross the Bolt wire.
+
+graphmem's store mixins are written for Kùzu. Most of their Cypher is plain openCypher; the rest
+is rewritten here, per statement, before it is sent (the result is cached per statement text):
+
+==========================  ======================================
+Kùzu                        openCypher (Neo4j, Memgraph, ArcadeDB)
+==========================  ======================================
+``list_contains(a, x)``     ``(x IN coalesce(a, []))``
+``list_append(a, x)``       ``(coalesce(a, []) + [x])``
+``list_slice(a, b, e)``     ``a[(b) - 1..(e) - 1]`` (Kùzu: 1-based, end exclusive)
+``list_intersect(a, b)``    ``[x IN a WHERE x IN b]``
+``CAST(v AS STRING[])``     ``v`` (lists are untyped)
+``label(n)``                ``labels(n)[0]``
+==========================  ======================================
+
+Kùzu's catalog calls (``CALL show_tables()``, ``CALL table_info('T')``,
+``CALL show_connection('R')``) are answered from graphmem's schema files instead
+(:mod:`graphmem.store.bolt.schema`), since a Bolt engine has no typed tables.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from datetime import UTC, date, datetime
+from typing import Any
+
+_FUNCS = ("list_contains", "list_append", "list_slice", "list_intersect", "label")
+_CALL = re.compile(r"\b(" + "|".join(_FUNCS) + r")\s*\(", re.IGNORECASE)
+_CAST_LIST = re.compile(r"\bCAST\s*\(", re.IGNORECASE)
+
+
+def _args(text: str, start: int) -> tuple[list[str], int]:
+    """The comma-separated arguments of a call whose "(" is at ``start - 1``; and the index after ")"."""
+    depth, args, cur, i, quote = 0, [], [], start, ""
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+            cur.append(ch)
+        elif ch in "([{":
+            depth += 1
+            cur.append(ch)
+        elif ch in ")]}":
+            if depth == 0:
+                args.append("".join(cur).strip())
+                return args, i + 1
+            depth -= 1
+            cur.append(ch)
+        elif ch == "," and depth == 0:
+            args.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    raise ValueError(f"unbalanced parentheses in {text!r}")
+
+
+def _rewrite_call(name: str, args: list[str]) -> str | None:
+    name = name.lower()
+    if name == "list_contains" and len(args) == 2:
+        return f"({args[1]} IN coalesce({args[0]}, []))"
+    if name == "list_append" and len(args) == 2:
+        return f"(coalesce({args[0]}, []) + [{args[1]}])"
+    if name == "list_slice" and len(args) == 3:
+        return f"{args[0]}[({args[1]}) - 1..({args[2]}) - 1]"
+    if name == "list_intersect" and len(args) == 2:
+        return f"[_x IN coalesce({args[0]}, []) WHERE _x IN coalesce({args[1]}, [])]"
+    if name == "label" and len(args) == 1:
+        return f"labels({args[0]})[0]"
+    return None
+
+
+@functools.lru_cache(maxsize=2048)
+def translate(cypher: str) -> str:
+    """``cypher`` (as graphmem's Kùzu mixins write it) in openCypher; unchanged when portable."""
+    out = cypher
+    for _ in range(50):  # innermost-first would need a parser; rewriting left to right, repeatedly, is enough
+        m = _CALL.search(out)
+        if m is None:
+            break
+        if m.start() > 0 and (out[m.start() - 1].isalnum() or out[m.start() - 1] in "_."):
+            break  # part of a longer name (e.g. ``labels(``): nothing of ours
+        args, end = _args(out, m.end())
+        args = [translate(a) for a in args]
+        new = _rewrite_call(m.group(1), args)
+        if new is None:
+            break
+        out = out[: m.start()] + new + out[end:]
+    while True:
+        m = _CAST_LIST.search(out)
+        if m is None:
+            break
+        args, end = _args(out, m.end())
+        inner = args[0] if args else ""
+        cm = re.fullmatch(r"(.*)\s+AS\s+\w+\s*\[\s*\]", inner, re.IGNORECASE | re.DOTALL)
+        if cm is None:
+            break
+        out = out[: m.start()] + translate(cm.group(1).strip()) + out[end:]
+    return out
+
+
+def to_wire(value: Any) -> Any:
+    """A parameter value as sent over Bolt: naive datetimes (graphmem's "UTC without an offset",
+    Kùzu's form) become aware UTC ones; numpy scalars and arrays plain Python."""
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    if isinstance(value, Mapping):
+        return {str(k): to_wire(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_wire(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, str | bytes):  # numpy
+        return to_wire(value.tolist())
+    return value
+
+
+def from_wire(value: Any) -> Any:
+    """A value read over Bolt as Kùzu's Python API gives it: temporal values as naive UTC
+    ``datetime`` (Kùzu's TIMESTAMP), lists and maps converted inside."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list):
+        return [from_wire(v) for v in value]
+    if isinstance(value, dict):
+        return {k: from_wire(v) for k, v in value.items()}
+    to_native = getattr(value, "to_native", None)
+    if to_native is not None:
+        native = to_native()
+        if isinstance(native, datetime):
+            if native.tzinfo is not None:
+                native = native.astimezone(UTC).replace(tzinfo=None)
+            return native
+        if isinstance(native, date):
+            return native
+        return native
+    return value
