@@ -179,3 +179,38 @@ def test_export_from_kuzu_import_into_bolt(open_kuzu: OpenMem, open_bolt: OpenMe
                (b.content, b.helpful, b.harmful, b.validations, sorted(b.entities), sorted(b.topics), b.tool)
     assert src.store.stats() == {k: v for k, v in dst.store.stats().items() if k in src.store.stats()}
     assert _contexts(src) == _contexts(dst)
+
+
+_CHILD = r"""
+import json, sys
+from graphmem import HashEmbedder, Memory
+from graphmem.llm import OfflineLLM
+url, user, password, seen_id = sys.argv[1:5]
+with Memory(url, user="alice", bolt_auth=(user, password), embedder=HashEmbedder(), llm=OfflineLLM()) as mem:
+    ctx = mem.context("how should I write to Dana", tool="send_email")
+    shown = [s.learning.id for s in ctx.learnings]
+    mem.record_outcome(ctx.id, success=True, helpful=[seen_id])
+    new = mem.add_learning("Quarterly reports go to Carol on Fridays", tool="send_report", entities=["Carol"])
+    print(json.dumps({"shown": shown, "new": new.id}))
+"""
+
+
+def test_two_processes_see_each_others_writes(open_bolt: OpenMem, bolt_url: str, arcade: ArcadeServer) -> None:  # noqa: F811
+    import json
+    import os
+    import subprocess
+    import sys
+
+    mem = open_bolt()
+    first = mem.add_learning(**LEARNINGS[0]).id
+    assert mem.get_learning(first).helpful == 0  # cached in this process now
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([sys.executable, "-c", _CHILD, bolt_url, *arcade.auth, first],
+                         capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    child = json.loads(out.stdout.strip().splitlines()[-1])
+    assert first in child["shown"]  # the child saw this process's write
+    assert mem.get_learning(first).helpful == 1  # and this process sees the child's outcome
+    assert mem.get_learning(child["new"]).content.startswith("Quarterly reports")
+    ctx = mem.context("quarterly report for Carol", tool="send_report")
+    assert child["new"] in [s.learning.id for s in ctx.learnings]
