@@ -114,8 +114,10 @@ class _Driver:
 class BoltConnection:
     """One driver session: auto-commit statements, or one explicit transaction at a time."""
 
-    def __init__(self, db: _Driver, on_commit_generation: Callable[[int], None] | None = None) -> None:
+    def __init__(self, db: _Driver, on_commit_generation: Callable[[int], None] | None = None,
+                 gen_lock: threading.Lock | None = None) -> None:
         self._db = db
+        self._gen_lock = gen_lock or threading.Lock()
         self._session: Any = None
         self._tx: Any = None
         self._on_gen = on_commit_generation
@@ -135,10 +137,11 @@ class BoltConnection:
             if word == "COMMIT":
                 tx, self._tx = self._tx, None
                 if tx is not None:
-                    gen = tx.run(_GEN_BUMP).single()
-                    tx.commit()
-                    if self._on_gen is not None and gen is not None:
-                        self._on_gen(int(gen["n"]))
+                    with self._gen_lock:  # a freshness check waits for the counter of our own commit
+                        gen = tx.run(_GEN_BUMP).single()
+                        tx.commit()
+                        if self._on_gen is not None and gen is not None:
+                            self._on_gen(int(gen["n"]))
                 return []
             if word == "ROLLBACK":
                 tx, self._tx = self._tx, None
@@ -248,7 +251,8 @@ class BoltBase(KuzuBase):
         self._checked_at = 0.0
         self._reloading = False
         self._db = _Driver(server, auth, database or named)
-        self._conn_main = BoltConnection(self._db, self._committed_generation)
+        self._gen_lock = threading.Lock()
+        self._conn_main = BoltConnection(self._db, self._committed_generation, self._gen_lock)
         self.schema_version = self._prepare_schema()
 
     # --- schema ---------------------------------------------------------------------------
@@ -275,6 +279,8 @@ class BoltBase(KuzuBase):
             if not meta:
                 raise StoreError(f"{self.url} holds no graphmem memory; open it once without read_only=True")
             return version
+        if meta and version == self.bolt_schema.version:
+            return version  # constraints were made with the bookkeeping (3 s on ArcadeDB: not on every open)
         with self._lock.exclusive():
             for stmt in bolt_schema.ddl(self.bolt_schema):
                 try:
@@ -313,7 +319,8 @@ class BoltBase(KuzuBase):
             return False
         self._checked_at = now
         try:
-            current = self.database_generation()
+            with self._gen_lock:
+                current = self.database_generation()
         except BoltQueryError as e:
             raise StoreError(f"query failed: {e}") from e
         if current == self.db_generation:
@@ -369,6 +376,42 @@ class BoltBase(KuzuBase):
         if not self._lock.owned_shared() and not self._lock.owned_exclusive():
             self.ensure_fresh()
         return super().read(cypher, params)
+
+    def _drain_beside_readers(self) -> bool:
+        """KuzuBase's side batch (deferred writes in one transaction while readers go on), without
+        its file checks: the server isolates the writer's transaction from the readers' sessions."""
+        if self.read_only:
+            return False
+        with self._lock.shared(), self._side_lock:
+            with self._deferred_cond:
+                batch = list(self._deferred)[: self.deferred_batch]
+            if self._closed or not batch:
+                return True
+            conn = self._conn_main
+            self._after_commit = []
+            self._side_thread = threading.get_ident()
+            ok = False
+            try:
+                conn.execute("BEGIN TRANSACTION")
+                for fn in batch:
+                    fn()
+                if not self._after_commit:
+                    conn.execute("COMMIT")
+                    ok = True
+            except Exception:
+                ok = False
+            finally:
+                if not ok:
+                    conn.execute("ROLLBACK")
+                self._side_thread = None
+                self._after_commit = []
+            if not ok:
+                return False
+            self.generation += 1
+            with self._deferred_cond:
+                for _ in batch:
+                    self._deferred.popleft()
+            return True
 
     def _fulltext_guard(self, cypher: str, *, always: bool = False) -> Any:
         from contextlib import nullcontext

@@ -107,13 +107,30 @@ def translate(cypher: str) -> str:
     return out
 
 
+#: parameters (and map keys) by this name holding numbers are sent as float32 bytes
+VECTOR_KEYS = frozenset({"embedding"})
+
+
+def _vector_bytes(value: Any) -> Any:
+    import numpy as np
+
+    if value is None or isinstance(value, bytes | str):
+        return value
+    try:
+        return np.asarray(value, dtype="<f4").tobytes()
+    except (TypeError, ValueError):
+        return to_wire(value)
+
+
 def to_wire(value: Any) -> Any:
     """A parameter value as sent over Bolt: naive datetimes (graphmem's "UTC without an offset",
-    Kùzu's form) become aware UTC ones; numpy scalars and arrays plain Python."""
+    Kùzu's form) become aware UTC ones; numpy scalars and arrays plain Python; an ``embedding``
+    becomes little-endian float32 bytes (reading 1,000 384-dim vectors as Bolt lists of floats
+    takes ~1 s in the driver, as bytes ~0.1 s; :func:`from_wire` turns them back into lists)."""
     if isinstance(value, datetime):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     if isinstance(value, Mapping):
-        return {str(k): to_wire(v) for k, v in value.items()}
+        return {str(k): _vector_bytes(v) if k in VECTOR_KEYS else to_wire(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_wire(v) for v in value]
     if hasattr(value, "tolist") and not isinstance(value, str | bytes):  # numpy
@@ -126,6 +143,10 @@ def from_wire(value: Any) -> Any:
     ``datetime`` (Kùzu's TIMESTAMP), lists and maps converted inside."""
     if value is None or isinstance(value, str | int | float | bool):
         return value
+    if isinstance(value, bytes):  # a vector sent by to_wire
+        import numpy as np
+
+        return np.frombuffer(value, dtype="<f4").tolist()
     if isinstance(value, list):
         return [from_wire(v) for v in value]
     if isinstance(value, dict):

@@ -57,6 +57,49 @@ class BoltOverrides(BoltBase):
         raise StoreError("the database's own full-text index is not used on a Bolt store; "
                          "graphmem ranks with its in-memory lexical index there")
 
+    def bulk_insert_learnings(self, learnings: Sequence[Learning], embeddings: Any) -> None:
+        """Many new learnings with their anchor edges: UNWIND batches in one transaction instead
+        of Kùzu's COPY. The learnings must not exist yet; the mirrors are reloaded afterwards."""
+        import numpy as np
+
+        from graphmem.errors import InvalidInputError
+        from graphmem.models import utcnow
+        from graphmem.store.kuzu_store import to_db_time
+        from graphmem.store.learnings import learning_params
+
+        n = len(learnings)
+        if n == 0:
+            return
+        vectors = np.asarray(embeddings, dtype=np.float32)
+        if vectors.shape != (n, self.dim):
+            raise InvalidInputError(f"embeddings must have shape ({n}, {self.dim}), got {vectors.shape}")
+        rows = []
+        for learning, vector in zip(learnings, vectors):
+            params = {k: v for k, v in learning_params(learning).items() if v is not None}
+            params["embedding"] = [float(x) for x in vector]
+            rows.append(params)
+        now = to_db_time(utcnow())
+        anchors = {
+            ("ABOUT_TOOL", "Tool"): [{"id": l.id, "name": l.tool} for l in learnings if l.tool],
+            ("ABOUT_TOPIC", "Topic"): [{"id": l.id, "name": t} for l in learnings for t in l.topics],
+            ("MENTIONS", "Entity"): [{"id": l.id, "name": e} for l in learnings for e in l.entities],
+            ("FOR_OBJECTIVE_TYPE", "ObjectiveType"): [{"id": l.id, "name": l.objective_type} for l in learnings if l.objective_type],
+        }
+        on_create = {"Tool": "x.success_count = 0, x.error_count = 0, x.created_at = $ts",
+                     "Entity": "x.kind = 'thing', x.created_at = $ts"}
+        step = 500
+        with self.transaction():
+            for i in range(0, n, step):
+                self.write("UNWIND $rows AS r CREATE (l:Learning) SET l = r", {"rows": rows[i:i + step]})
+            for (rel, label), edges in anchors.items():
+                for name in sorted({e["name"] for e in edges}):
+                    self.write(f"MERGE (x:{label} {{name: $n}}) ON CREATE SET {on_create.get(label, 'x.created_at = $ts')}",
+                               {"n": name, "ts": now})
+                for i in range(0, len(edges), step):
+                    self.write(f"UNWIND $rows AS r MATCH (l:Learning {{id: r.id}}), (x:{label} {{name: r.name}}) "
+                               f"CREATE (l)-[:{rel}]->(x)", {"rows": edges[i:i + step]})
+        self.reload_catalogs()
+
     def bulk_insert_related(self, pairs: Sequence[tuple[str, str, str, str, int]], user_id: str | None = None) -> None:
         """RELATED edges in bulk: UNWIND batches instead of Kùzu's COPY."""
         from graphmem.errors import InvalidInputError
