@@ -57,27 +57,36 @@ class BoltQueryError(RuntimeError):
 
 
 class _Rows:
-    """A query result with the part of Kùzu's QueryResult API the mixins use."""
+    """Rows (dicts) of one result, with the part of Kùzu's QueryResult API graphmem uses
+    (``get_all``, ``get_column_names``, ``get_as_arrow``): code written for a Kùzu connection
+    (catalog loads, the analysts' per-user view) reads a Bolt connection the same way."""
 
     def __init__(self, keys: list[str], rows: list[dict[str, Any]], types: Mapping[str, str]) -> None:
-        self._keys, self._rows, self._types = keys, rows, types
+        self._keys, self._rows, self._types = keys, rows, types  # not a list: Kùzu's list means "several results"
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
 
     def get_column_names(self) -> list[str]:
         return list(self._keys)
 
     def get_all(self) -> list[list[Any]]:
-        return [[r[k] for k in self._keys] for r in self._rows]
+        return [[r.get(k) for k in self._keys] for r in self._rows]
 
     def get_as_arrow(self, chunk_size: int = 0) -> Any:
         import pyarrow as pa
 
         columns = {}
         for k in self._keys:
-            values = [r[k] for r in self._rows]
-            arr = pa.array(values)
-            if pa.types.is_null(arr.type) and k in self._types:
-                arr = pa.array(values, type=_arrow_type(self._types[k]))
-            columns[k] = arr
+            values = [r.get(k) for r in self._rows]
+            arr = None
+            if k in self._types:
+                with suppress(Exception):
+                    arr = pa.array(values, type=_arrow_type(self._types[k]))
+            columns[k] = arr if arr is not None else pa.array(values)
         return pa.table(columns) if columns else pa.table({})
 
 
@@ -87,8 +96,9 @@ def _arrow_type(kuzu_type: str) -> Any:
     t = kuzu_type.upper()
     if t.endswith("[]"):
         return pa.list_(_arrow_type(t[:-2]))
-    if "[" in t:
-        return pa.list_(pa.float32())
+    fixed = re.fullmatch(r"(FLOAT|DOUBLE)\[(\d+)\]", t)
+    if fixed:
+        return pa.list_(pa.float32() if fixed.group(1) == "FLOAT" else pa.float64(), int(fixed.group(2)))
     return {"STRING": pa.string(), "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "INT64": pa.int64(),
             "INT32": pa.int32(), "BOOLEAN": pa.bool_(), "BOOL": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}.get(t, pa.string())
 
@@ -114,9 +124,12 @@ class _Driver:
 class BoltConnection:
     """One driver session: auto-commit statements, or one explicit transaction at a time."""
 
-    def __init__(self, db: _Driver, on_commit_generation: Callable[[int], None] | None = None,
+    def __init__(self, db: _Driver, schema: bolt_schema.Schema, types: Mapping[str, str],
+                 on_commit_generation: Callable[[int], None] | None = None,
                  gen_lock: threading.Lock | None = None) -> None:
         self._db = db
+        self._schema = schema
+        self._types = types
         self._gen_lock = gen_lock or threading.Lock()
         self._session: Any = None
         self._tx: Any = None
@@ -127,13 +140,15 @@ class BoltConnection:
             self._session = self._db.driver.session(database=self._db.database)
         return self._session
 
-    def execute(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Run one statement; BEGIN TRANSACTION / COMMIT / ROLLBACK / CHECKPOINT as Kùzu names them."""
-        word = cypher.strip().upper()
+    def execute(self, cypher: str, params: Mapping[str, Any] | None = None) -> _Rows:
+        """Run one statement written for Kùzu (translated here); BEGIN TRANSACTION [READ ONLY] /
+        COMMIT / ROLLBACK / CHECKPOINT and Kùzu's catalog calls as Kùzu names them."""
+        word = " ".join(cypher.split()).upper()
+        empty = _Rows([], [], self._types)
         try:
-            if word == "BEGIN TRANSACTION":
+            if word.startswith("BEGIN TRANSACTION"):
                 self._tx = self._sess().begin_transaction()
-                return []
+                return empty
             if word == "COMMIT":
                 tx, self._tx = self._tx, None
                 if tx is not None:
@@ -142,39 +157,34 @@ class BoltConnection:
                         tx.commit()
                         if self._on_gen is not None and gen is not None:
                             self._on_gen(int(gen["n"]))
-                return []
+                return empty
             if word == "ROLLBACK":
                 tx, self._tx = self._tx, None
                 if tx is not None:
                     with suppress(Exception):
                         tx.rollback()
-                return []
+                return empty
             if word == "CHECKPOINT":
-                return []
-            runner = self._tx if self._tx is not None else self._sess()
-            result = runner.run(cypher, dict(params or {}))
-            keys = list(result.keys())
-            return [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
-        except BoltQueryError:
-            raise
+                return empty
         except Exception as e:
-            if word not in ("BEGIN TRANSACTION", "COMMIT", "ROLLBACK"):
-                self._reset_after_error()
             raise BoltQueryError(f"{type(e).__name__}: {_message(e)}") from e
+        catalog = bolt_schema.catalog_rows(self._schema, cypher)
+        if catalog is not None:
+            return _Rows(list(catalog[0]) if catalog else [], catalog, self._types)
+        return self._query(dialect.translate(cypher), dialect.to_wire(dict(params or {})))
 
-    def execute_keys(self, cypher: str, params: Mapping[str, Any] | None) -> tuple[list[str], list[dict[str, Any]]]:
-        """Like execute, with the column names (also when there are no rows)."""
+    def _query(self, cypher: str, params: dict[str, Any]) -> _Rows:
         try:
             runner = self._tx if self._tx is not None else self._sess()
-            result = runner.run(cypher, dict(params or {}))
+            result = runner.run(cypher, params)
             keys = list(result.keys())
             rows = [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
-            if not keys:  # ArcadeDB sends no column names for a label that has no node yet
-                keys = _aliases(cypher)
-            return keys, rows
         except Exception as e:
             self._reset_after_error()
             raise BoltQueryError(f"{type(e).__name__}: {_message(e)}") from e
+        if not keys:  # ArcadeDB sends no column names for a label that has no node yet
+            keys = _aliases(cypher)
+        return _Rows(keys, rows, self._types)
 
     def _reset_after_error(self) -> None:
         """A failed statement can leave the session unusable: a new one for the next statement
@@ -198,12 +208,23 @@ class BoltConnection:
 def _aliases(cypher: str) -> list[str]:
     """The column names of a query's last RETURN (``... AS name`` items)."""
     idx = cypher.upper().rfind("RETURN ")
-    return re.findall(r"\bAS\s+(\w+)", cypher[idx:], re.IGNORECASE) if idx >= 0 else []
+    return re.findall(r"\bAS\s+`?(\w+)`?", cypher[idx:], re.IGNORECASE) if idx >= 0 else []
 
 
 def _message(e: Exception) -> str:
     msg = getattr(e, "message", None) or str(e)
     return str(msg).strip().splitlines()[0][:500] if str(msg).strip() else type(e).__name__
+
+
+def _column_types(schema: bolt_schema.Schema) -> dict[str, str]:
+    """Property name -> Kùzu type over every table, leaving out names typed differently in two tables."""
+    types: dict[str, str] = {}
+    clash: set[str] = set()
+    for cols in (*schema.nodes.values(), *schema.rels.values()):
+        for c, t in cols.items():
+            if types.setdefault(c, t) != t:
+                clash.add(c)
+    return {c: t for c, t in types.items() if c not in clash}
 
 
 class BoltBase(KuzuBase):
@@ -245,19 +266,21 @@ class BoltBase(KuzuBase):
         self.learning_catalog = LearningCatalog(dim)
         self.event_catalog = EventCatalog(dim)
         self.bolt_schema = bolt_schema.load(dim)
-        self._types = {c: t for cols in self.bolt_schema.nodes.values() for c, t in cols.items()}
+        self._types = _column_types(self.bolt_schema)
         self.db_generation = -1  # the counter value the mirrors were built at
         self.freshness_seconds = 0.0  # check the counter at most this often (0: before every top-level read)
         self._checked_at = 0.0
         self._reloading = False
-        self._db = _Driver(server, auth, database or named)
+        self._bolt = _Driver(server, auth, database or named)
         self._gen_lock = threading.Lock()
-        self._conn_main = BoltConnection(self._db, self._committed_generation, self._gen_lock)
+        self._main = BoltConnection(self._bolt, self.bolt_schema, self._types, self._committed_generation, self._gen_lock)
+        self._db = self._bolt  # type: ignore[assignment]
+        self._conn_main = self._main  # type: ignore[assignment]
         self.schema_version = self._prepare_schema()
 
     # --- schema ---------------------------------------------------------------------------
     def _prepare_schema(self) -> int:
-        conn = self._conn_main
+        conn = self._main
         try:
             rows = conn.execute("MATCH (m:Meta) WHERE m.key <> 'generation' RETURN m.key AS key, m.value AS value")
         except BoltQueryError as e:
@@ -307,7 +330,7 @@ class BoltBase(KuzuBase):
     # --- freshness of the mirrors across processes ------------------------------------------
     def database_generation(self) -> int:
         """The shared write counter (0 on a database nobody wrote to yet)."""
-        rows = self._run(self._conn(), _GEN_READ, None)
+        rows = list(self._conn().execute(_GEN_READ))
         return int(rows[0]["n"]) if rows and rows[0]["n"] is not None else 0
 
     def ensure_fresh(self, *, force: bool = False) -> bool:
@@ -345,31 +368,27 @@ class BoltBase(KuzuBase):
     # --- connections and statements ---------------------------------------------------------
     def _conn(self) -> BoltConnection:  # type: ignore[override]
         if self._lock.owned_exclusive() or self._side_thread == threading.get_ident():
-            return self._conn_main
+            return self._main
         if self._closed:
             raise StoreError("this Memory is closed; open a new one")
-        conn = getattr(self._local, "conn", None)
+        conn: BoltConnection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = BoltConnection(self._db)
+            conn = BoltConnection(self._bolt, self.bolt_schema, self._types)
             self._local.conn = conn
         return conn
 
     def _run(self, conn: Any, cypher: str, params: Mapping[str, Any] | None, *, cache: bool = True) -> list[dict[str, Any]]:
         check_db_params(params)
-        rows = bolt_schema.catalog_rows(self.bolt_schema, cypher)
-        if rows is not None:
-            return rows
-        return list(conn.execute(dialect.translate(cypher), dialect.to_wire(dict(params or {}))))
+        return list(conn.execute(cypher, params))
 
     def execute_read(self, cypher: str, params: Mapping[str, Any] | None = None) -> Any:
-        """The rows of a read as an object with Kùzu's ``get_as_arrow``/``get_all`` (catalog loads)."""
+        """The rows of a read with Kùzu's ``get_as_arrow``/``get_all`` (catalog loads)."""
         check_db_params(params)
         with self._lock.shared():
             try:
-                keys, rows = self._conn().execute_keys(dialect.translate(cypher), dialect.to_wire(dict(params or {})))
+                return self._conn().execute(cypher, params)
             except BoltQueryError as e:
                 raise StoreError(f"query failed: {e}") from e
-        return _Rows(keys, rows, self._types)
 
     def read(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """KuzuBase.read, after catching up with other processes' writes (outside snapshots)."""
@@ -387,7 +406,7 @@ class BoltBase(KuzuBase):
                 batch = list(self._deferred)[: self.deferred_batch]
             if self._closed or not batch:
                 return True
-            conn = self._conn_main
+            conn = self._main
             self._after_commit = []
             self._side_thread = threading.get_ident()
             ok = False
@@ -435,7 +454,7 @@ class BoltBase(KuzuBase):
         check_db_params(params)
         timeout = None if timeout_ms is None else timeout_ms / 1000.0
         try:
-            with self._db.driver.session(database=self._db.database, default_access_mode=neo4j.READ_ACCESS) as s:
+            with self._bolt.driver.session(database=self._bolt.database, default_access_mode=neo4j.READ_ACCESS) as s:
                 result = s.run(neo4j.Query(query, timeout=timeout), dialect.to_wire(dict(params or {})))
                 keys = list(result.keys())
                 return [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
@@ -470,5 +489,5 @@ class BoltBase(KuzuBase):
         with self._lock.exclusive():
             self._closed = True
             self._local = threading.local()
-            self._conn_main.close()
-            self._db.close()
+            self._main.close()
+            self._bolt.close()

@@ -13,6 +13,7 @@ Kùzu                        openCypher (Neo4j, Memgraph, ArcadeDB)
 ``list_intersect(a, b)``    ``[x IN a WHERE x IN b]``
 ``CAST(v AS STRING[])``     ``v`` (lists are untyped)
 ``label(n)``                ``labels(n)[0]``
+``contains(s, t)``          ``(s CONTAINS t)``
 ==========================  ======================================
 
 Kùzu's catalog calls (``CALL show_tables()``, ``CALL table_info('T')``,
@@ -28,7 +29,7 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from typing import Any
 
-_FUNCS = ("list_contains", "list_append", "list_slice", "list_intersect", "label")
+_FUNCS = ("list_contains", "list_append", "list_slice", "list_intersect", "label", "contains")
 _CALL = re.compile(r"\b(" + "|".join(_FUNCS) + r")\s*\(", re.IGNORECASE)
 _CAST_LIST = re.compile(r"\bCAST\s*\(", re.IGNORECASE)
 
@@ -73,6 +74,8 @@ def _rewrite_call(name: str, args: list[str]) -> str | None:
         return f"{args[0]}[({args[1]}) - 1..({args[2]}) - 1]"
     if name == "list_intersect" and len(args) == 2:
         return f"[_x IN coalesce({args[0]}, []) WHERE _x IN coalesce({args[1]}, [])]"
+    if name == "contains" and len(args) == 2:
+        return f"({args[0]} CONTAINS {args[1]})"
     if name == "label" and len(args) == 1:
         return f"labels({args[0]})[0]"
     return None
@@ -82,18 +85,21 @@ def _rewrite_call(name: str, args: list[str]) -> str | None:
 def translate(cypher: str) -> str:
     """``cypher`` (as graphmem's Kùzu mixins write it) in openCypher; unchanged when portable."""
     out = cypher
-    for _ in range(50):  # innermost-first would need a parser; rewriting left to right, repeatedly, is enough
-        m = _CALL.search(out)
+    pos = 0
+    for _ in range(200):
+        m = _CALL.search(out, pos)
         if m is None:
             break
         if m.start() > 0 and (out[m.start() - 1].isalnum() or out[m.start() - 1] in "_."):
-            break  # part of a longer name (e.g. ``labels(``): nothing of ours
+            pos = m.end()  # part of a longer name (e.g. ``n.label(``): nothing of ours
+            continue
         args, end = _args(out, m.end())
-        args = [translate(a) for a in args]
-        new = _rewrite_call(m.group(1), args)
-        if new is None:
-            break
+        new = _rewrite_call(m.group(1), [translate(a) for a in args])
+        if new is None:  # e.g. the CONTAINS operator before a parenthesis: leave it
+            pos = m.end()
+            continue
         out = out[: m.start()] + new + out[end:]
+        pos = m.start()
     while True:
         m = _CAST_LIST.search(out)
         if m is None:

@@ -49,7 +49,9 @@ class Schema:
 
 
 def _split(body: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in body:
         if ch == "(":
             depth += 1

@@ -13,7 +13,6 @@ from typing import Any, cast
 from graphmem.errors import StoreError
 from graphmem.models import Learning
 from graphmem.store.bolt.base import BoltBase
-from graphmem.store.kuzu_store import KuzuBase
 
 
 class BoltOverrides(BoltBase):
@@ -117,10 +116,12 @@ class BoltOverrides(BoltBase):
 
 
 def _assemble() -> type:
+    """BoltOverrides first, then KuzuGraphStore with all its mixins: the MRO puts BoltBase's
+    primitives before the mixins (they define none of them) and KuzuBase last, and code typed
+    against KuzuGraphStore (``isinstance`` checks) takes a Bolt store as it is."""
     from graphmem.store import KuzuGraphStore
 
-    mixins = tuple(b for b in KuzuGraphStore.__bases__ if b is not KuzuBase)
-    return type("BoltGraphStore", (BoltOverrides, *mixins), {
+    return type("BoltGraphStore", (BoltOverrides, KuzuGraphStore), {
         "__doc__": "graphmem's store on a Bolt graph server (ArcadeDB, Neo4j, Memgraph): the Kùzu "
                    "store's mixins over BoltBase.",
         "__module__": __name__,
