@@ -14,6 +14,8 @@ Kùzu                        openCypher (Neo4j, Memgraph, ArcadeDB)
 ``CAST(v AS STRING[])``     ``v`` (lists are untyped)
 ``label(n)``                ``labels(n)[0]``
 ``contains(s, t)``          ``(s CONTAINS t)``
+``offset(id(n))``           ``0`` (Kùzu's insertion order, a tie-breaker: rows the
+                            server returns keep its order instead)
 ==========================  ======================================
 
 Kùzu's catalog calls (``CALL show_tables()``, ``CALL table_info('T')``,
@@ -29,7 +31,7 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from typing import Any
 
-_FUNCS = ("list_contains", "list_append", "list_slice", "list_intersect", "label", "contains")
+_FUNCS = ("list_contains", "list_append", "list_slice", "list_intersect", "label", "contains", "offset")
 _CALL = re.compile(r"\b(" + "|".join(_FUNCS) + r")\s*\(", re.IGNORECASE)
 _CAST_LIST = re.compile(r"\bCAST\s*\(", re.IGNORECASE)
 
@@ -74,6 +76,8 @@ def _rewrite_call(name: str, args: list[str]) -> str | None:
         return f"{args[0]}[({args[1]}) - 1..({args[2]}) - 1]"
     if name == "list_intersect" and len(args) == 2:
         return f"[_x IN coalesce({args[0]}, []) WHERE _x IN coalesce({args[1]}, [])]"
+    if name == "offset" and len(args) == 1 and re.fullmatch(r"id\(\s*\w+\s*\)", args[0]):
+        return "0"  # Kùzu's insertion offset, a tie-breaker; no portable equivalent
     if name == "contains" and len(args) == 2:
         return f"({args[0]} CONTAINS {args[1]})"
     if name == "label" and len(args) == 1:
