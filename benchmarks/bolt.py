@@ -46,7 +46,7 @@ class RoundTrips:
         from graphmem.store.bolt import base
 
         me = self
-        for name in ("execute", "execute_keys"):
+        for name in ("execute",):
             orig = getattr(base.BoltConnection, name)
 
             def wrapped(self: Any, *a: Any, _orig: Any = orig, **k: Any) -> Any:

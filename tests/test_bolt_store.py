@@ -214,3 +214,51 @@ def test_two_processes_see_each_others_writes(open_bolt: OpenMem, bolt_url: str,
     assert mem.get_learning(child["new"]).content.startswith("Quarterly reports")
     ctx = mem.context("quarterly report for Carol", tool="send_report")
     assert child["new"] in [s.learning.id for s in ctx.learnings]
+
+
+def _many_methods(mem: Memory, tmp: Path) -> dict[str, Any]:
+    """A run through most of Memory's surface; returns what can be compared across stores."""
+    clock = mem.clock
+    ids = []
+    for item in LEARNINGS:
+        clock.advance(minutes=1)  # type: ignore[attr-defined]
+        ids.append(mem.add_learning(**item).id)
+    out: dict[str, Any] = {}
+    mem.add_learnings([{"content": "Batch rule about invoices and approvals", "tool": "create_invoice"},
+                       {"content": "Batch rule about calls and notes", "tool": "call"}])
+    out["search"] = [mem.get_learning(h.id).content for h in mem.search("email Dana", k=3)]
+    mem.record_events([{"kind": "message", "content": "hello Dana, about the Acme email"}])
+    out["search_events"] = len(mem.search("Acme email", over="events"))
+    objective = mem.start_objective("send the report", "report")
+    mem.end_objective(objective.id, status="completed", result="sent")
+    mem.observe_message("I prefer short emails, always cc Dana")
+    newer = mem.add_learning("Keep emails to Acme under two paragraphs", tool="send_email")
+    mem.supersede(newer.id, ids[1])
+    out["superseded_by"] = mem.get_learning(ids[1]).superseded_by == newer.id
+    out["cypher_user"] = mem.cypher("MATCH (l:Learning) RETURN count(l) AS n")[0]["n"]
+    out["cypher_all"] = mem.cypher("MATCH (l:Learning) RETURN count(l) AS n", scope="all")[0]["n"]
+    mem.reflect("write to Dana", "Sent a bulleted email", success=True, tools_used=["send_email"])
+    mem.add_judge("polite", "The answer is polite", node="draft")
+    mem.trace("write to Dana", "Dear Dana, ...", node="draft", ground_truth="Dear Dana")
+    mem.run_cycle()
+    mem.export_graphml(tmp / "g.graphml")
+    mem.export_memory(tmp / "m.jsonl")
+    out["doctor_ok"] = mem.doctor().ok
+    mem.add_prompt("system", "You are helpful")
+    served = mem.prompt_for("system")
+    out["prompt"] = (served.text, served.version, served.arm, served.label)
+    mem.forget_learning(ids[2])
+    out["forgotten"] = ids[2] not in {l.id for l in mem.learnings()}
+    out["stats"] = {k: v for k, v in mem.stats().items() if isinstance(v, int)}
+    return out
+
+
+def test_most_of_memory_runs_alike_on_kuzu_and_bolt(open_kuzu: OpenMem, open_bolt: OpenMem, tmp_path: Path) -> None:
+    results = []
+    for name, opener in (("kuzu", open_kuzu), ("bolt", open_bolt)):
+        (tmp_path / name).mkdir()
+        results.append(_many_methods(opener(clock=FakeClock(), admin=True), tmp_path / name))
+    kuzu, bolt = results
+    assert kuzu["search"] and kuzu["superseded_by"] and kuzu["forgotten"] and kuzu["doctor_ok"]
+    assert (tmp_path / "bolt" / "g.graphml").stat().st_size > 0 and (tmp_path / "bolt" / "m.jsonl").stat().st_size > 0
+    assert kuzu == bolt
