@@ -342,8 +342,10 @@ class BoltBase(KuzuBase):
             return False
         self._checked_at = now
         try:
-            with self._gen_lock:
-                current = self.database_generation()
+            current = self.database_generation()
+            if current != self.db_generation:  # maybe our own commit, its counter not yet recorded:
+                with self._gen_lock:  # wait for the commit in flight, then look again
+                    current = self.database_generation()
         except BoltQueryError as e:
             raise StoreError(f"query failed: {e}") from e
         if current == self.db_generation:
