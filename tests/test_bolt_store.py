@@ -262,3 +262,19 @@ def test_most_of_memory_runs_alike_on_kuzu_and_bolt(open_kuzu: OpenMem, open_bol
     assert kuzu["search"] and kuzu["superseded_by"] and kuzu["forgotten"] and kuzu["doctor_ok"]
     assert (tmp_path / "bolt" / "g.graphml").stat().st_size > 0 and (tmp_path / "bolt" / "m.jsonl").stat().st_size > 0
     assert kuzu == bolt
+
+
+def test_cli_on_a_bolt_url(bolt_url: str, arcade: ArcadeServer) -> None:  # noqa: F811
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "HF_HUB_OFFLINE": "1",
+           "GRAPHMEM_BOLT_USER": arcade.auth[0], "GRAPHMEM_BOLT_PASSWORD": arcade.auth[1], "GRAPHMEM_EMBEDDER": "hash"}
+    base = [sys.executable, "-m", "graphmem", "--db", bolt_url]
+    added = subprocess.run([*base, "add", "Dana at Acme wants bullet points", "--tool", "send_email"],
+                           capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert added.returncode == 0, added.stderr[-2000:]
+    listed = subprocess.run([*base, "list", "--json"], capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert "Dana at Acme wants bullet points" in listed.stdout
