@@ -108,7 +108,7 @@ def run_contexts(mem: Any, qs: list[dict[str, Any]], trips: RoundTrips | None) -
         t = time.perf_counter()
         ctx = mem.context(q["query"], tool=q["tool"], entities=q["entities"])
         times.append(time.perf_counter() - t)
-        shown.append([s.learning.id for s in ctx.learnings])
+        shown.append([(s.learning.id, round(float(s.score), 6)) for s in ctx.learnings])
     out: dict[str, Any] = {
         "p50_ms": round(1000 * statistics.median(times), 2),
         "p95_ms": round(1000 * scale.pct(times, 95), 2),
@@ -178,8 +178,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                 mem.store.freshness_seconds = fresh
                 bolt = run_contexts(mem, qs, trips)
                 row["bolt"][f"freshness_{fresh:g}s"] = {k: v for k, v in bolt.items() if not k.startswith("_")}
-                row.setdefault("same_learnings_share", round(  # first Bolt run: the same contexts came before it
-                    sum(a == b for a, b in zip(kuzu["_shown"], bolt["_shown"])) / len(qs), 3))
+                if "same_learnings_share" not in row:  # first Bolt run: the same contexts came before it
+                    pairs = list(zip(kuzu["_shown"], bolt["_shown"]))
+                    row["same_learnings_share"] = round(sum(a == b for a, b in pairs) / len(qs), 3)
+                    # differing only by which of equally scored learnings made it (ties keep mirror order)
+                    row["same_scores_share"] = round(sum([x for _, x in a] == [x for _, x in b] for a, b in pairs) / len(qs), 3)
             mem.close()
             print(json.dumps(row, indent=1))
             results.append(row)

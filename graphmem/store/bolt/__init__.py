@@ -33,7 +33,8 @@ ArcadeDB dialect notes (ArcadeDB 26.10.2 over Bolt, neo4j driver 6.4; probed by
 - Float lists store and return as lists of floats; ``vector.similarity.cosine`` exists.
 - ``db.index.fulltext.queryNodes`` fails (no Neo4j-style full-text procedures over Bolt).
 - Kùzu functions graphmem used (list_contains, list_slice, list_append, list_intersect,
-  CAST(... AS STRING[]), label()) are rewritten by :mod:`.dialect`.
+  CAST(... AS STRING[]), label(), contains(), offset(id())) are rewritten by :mod:`.dialect`.
+- A query on a label with no node yet returns no column names (taken from the RETURN clause).
 """
 
 from __future__ import annotations
