@@ -129,6 +129,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--freshness", type=float, nargs="+", default=[0.0])
     parser.add_argument("--user", default="alice")
+    parser.add_argument("--no-application-writes", action="store_true",
+                        help="diagnostic: drop the Application record each context() writes in the background, "
+                             "on both stores, to see what the writes cost the readers")
     parser.add_argument("--uncapped", action="store_true",
                         help="lift the graph expansion caps (they keep the first N learnings per anchor in the "
                              "engine's order, which differs between engines)")
@@ -142,6 +145,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
     settings = Settings(graph_fanout_cap=10**6, graph_anchor_cap=10**6) if args.uncapped else Settings()
     embedder = HashEmbedder()
+    now = datetime.now(UTC)  # one fixed clock for both stores: recency scores compare exactly
     trips = RoundTrips()
     trips.install()
     results: list[dict[str, Any]] = []
@@ -160,8 +164,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             row["kuzu_load_s"] = round(fill(store, items, vectors), 2)
             store.close()
             t = time.perf_counter()
-            mem = Memory(path, user=args.user, embedder=embedder, llm=OfflineLLM(), settings=settings)
+            mem = Memory(path, user=args.user, embedder=embedder, llm=OfflineLLM(), settings=settings,
+                         clock=lambda: now)
             row["kuzu_open_s"] = round(time.perf_counter() - t, 3)
+            if args.no_application_writes:
+                mem.store.defer_write = lambda fn: None
             kuzu = run_contexts(mem, qs, None)
             mem.close()
 
@@ -170,8 +177,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             row["bolt_load_s"] = round(fill(store, items, vectors), 2)
             store.close()
             t = time.perf_counter()
-            mem = Memory(url, user=args.user, embedder=embedder, llm=OfflineLLM(), bolt_auth=srv.auth, settings=settings)
+            mem = Memory(url, user=args.user, embedder=embedder, llm=OfflineLLM(), bolt_auth=srv.auth, settings=settings,
+                         clock=lambda: now)
             row["bolt_open_s"] = round(time.perf_counter() - t, 3)
+            if args.no_application_writes:
+                mem.store.defer_write = lambda fn: None
+                row["no_application_writes"] = True
             row["kuzu"] = {k: v for k, v in kuzu.items() if not k.startswith("_")}
             row["bolt"] = {}
             for fresh in args.freshness:
@@ -180,7 +191,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                 row["bolt"][f"freshness_{fresh:g}s"] = {k: v for k, v in bolt.items() if not k.startswith("_")}
                 if "same_learnings_share" not in row:  # first Bolt run: the same contexts came before it
                     pairs = list(zip(kuzu["_shown"], bolt["_shown"]))
-                    row["same_learnings_share"] = round(sum(a == b for a, b in pairs) / len(qs), 3)
+                    row["same_learnings_share"] = round(sum([i for i, _ in a] == [i for i, _ in b] for a, b in pairs) / len(qs), 3)
                     # differing only by which of equally scored learnings made it (ties keep mirror order)
                     row["same_scores_share"] = round(sum([x for _, x in a] == [x for _, x in b] for a, b in pairs) / len(qs), 3)
             mem.close()
