@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             if args.no_application_writes:
                 mem.store.defer_write = lambda fn: None
             kuzu = run_contexts(mem, qs, None)
+            kuzu_order = list(mem.store.learning_catalog.ids)
             mem.close()
 
             url = srv.create_database(f"b{size}")
@@ -183,6 +184,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             if args.no_application_writes:
                 mem.store.defer_write = lambda fn: None
                 row["no_application_writes"] = True
+            # the mirrors' row order is each engine's scan order; ties in ranking keep it
+            row["same_mirror_row_order"] = list(mem.store.learning_catalog.ids) == kuzu_order
             row["kuzu"] = {k: v for k, v in kuzu.items() if not k.startswith("_")}
             row["bolt"] = {}
             for fresh in args.freshness:
