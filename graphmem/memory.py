@@ -118,6 +118,8 @@ class Memory:
         clock: returns "now" as an aware UTC datetime; tests inject one.
         admin: may change other users' shared learnings and forget any user (see README,
             "Users and privacy"); a plain Memory changes and forgets only its own user's memory.
+        bolt_auth: (user, password) when ``path`` is a ``bolt://host:port/database`` URL (a graph
+            server: ArcadeDB, Neo4j, Memgraph; see graphmem.store.bolt).
     """
 
     store: _Dep[KuzuGraphStore] = _Dep()
@@ -139,6 +141,7 @@ class Memory:
         settings: Settings | None = None,
         clock: Callable[[], datetime] | None = None,
         admin: bool = False,
+        bolt_auth: tuple[str, str] | None = None,
     ) -> None:
         require_path("path", path, allow_none=True)
         read_only = require_bool("read_only", read_only)
@@ -150,6 +153,7 @@ class Memory:
         store = open_store(
             path, dim=embedder.dim, embedder_name=embedder.name, read_only=read_only,
             vector_storage=settings.vector_storage, vector_int8_min_rows=settings.vector_int8_min_rows,
+            bolt_auth=bolt_auth,
         )
         self._wire(Deps(store=store, embedder=embedder, llm=llm if llm is not None else _default_llm(),
                         settings=settings, clock=clock or utcnow, user=user, admin=bool(admin)))

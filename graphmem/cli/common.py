@@ -214,12 +214,20 @@ def open_memory() -> Any:
     embedder = HashEmbedder() if state.embedder == "hash" else SentenceTransformerEmbedder()
     try:
         state._memory = Memory(
-            state.db, user=state.user, read_only=state.read_only, embedder=embedder, llm=make_llm()
+            state.db, user=state.user, read_only=state.read_only, embedder=embedder, llm=make_llm(),
+            **bolt_credentials(state.db),
         )
     except EmbedderMismatchError as e:  # name the option that fixes it
         other = "minilm" if state.embedder == "hash" else "hash"
         raise EmbedderMismatchError(f"{e} (CLI: --embedder {other}, or set GRAPHMEM_EMBEDDER={other})") from None
     return state._memory
+
+
+def bolt_credentials(db: str) -> dict[str, Any]:
+    """``bolt_auth`` from GRAPHMEM_BOLT_USER / GRAPHMEM_BOLT_PASSWORD when --db is a bolt:// URL."""
+    if "://" not in db or "GRAPHMEM_BOLT_USER" not in os.environ:
+        return {}
+    return {"bolt_auth": (os.environ["GRAPHMEM_BOLT_USER"], os.environ.get("GRAPHMEM_BOLT_PASSWORD", ""))}
 
 
 def make_llm() -> Any:

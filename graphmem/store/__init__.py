@@ -136,14 +136,24 @@ def open_store(
     read_only: bool = False,
     vector_storage: str = "auto",
     vector_int8_min_rows: int = 50_000,
+    bolt_auth: tuple[str, str] | None = None,
 ) -> KuzuGraphStore:
     """Open a store, sharing one instance per file within this process.
+
+    A ``bolt://`` / ``neo4j://`` URL opens the store on a Bolt graph server instead (see
+    :mod:`graphmem.store.bolt`; ``bolt_auth`` = (user, password)); that store is not shared.
 
     Two ``kuzu.Database`` objects on one file in one process do not see each other's writes, so
     every Memory on the same file (e.g. one per user) shares a single store, reference-counted;
     release it with :func:`release_store`. The vector storage rule is the first opener's.
     """
     vectors: dict[str, Any] = {"vector_storage": vector_storage, "vector_int8_min_rows": vector_int8_min_rows}
+    if isinstance(path, str) and "://" in path:
+        from graphmem.store.bolt import is_bolt_url, open_bolt_store
+
+        if is_bolt_url(path):
+            return open_bolt_store(path, dim=dim, embedder_name=embedder_name, read_only=read_only,  # type: ignore[no-any-return]
+                                   auth=bolt_auth, **vectors)
     if path is None:
         return KuzuGraphStore(None, dim=dim, embedder_name=embedder_name, read_only=read_only, **vectors)
     key = str(os.path.abspath(os.fspath(path)))

@@ -1,0 +1,495 @@
+"""BoltBase: :class:`~graphmem.store.kuzu_store.KuzuBase`'s surface over a Bolt server.
+
+The store mixins (learnings, events, retrieval, ...) call ``read``/``write``/``transaction``/
+``execute_read``/``on_commit``/``snapshot``; KuzuBase implements those with its locks, deferred
+writes and after-commit hooks on top of a few connection primitives. BoltBase keeps all of that
+and replaces the primitives: a "connection" here is a neo4j driver session (one per thread for
+reads, one for the writer), ``BEGIN``/``COMMIT``/``ROLLBACK`` map onto an explicit driver
+transaction, and each statement is translated from Kùzu's dialect (:mod:`.dialect`).
+
+Several processes may share one Bolt database, so the in-memory mirrors (vectors, filter columns,
+lexical statistics) may go stale: every write transaction also increments a counter node
+(``(:Meta {key: 'generation'}).n``), and before ranking (``snapshot()``) and before a read that
+is not inside a snapshot or transaction, the store compares the counter with the value its mirrors
+were built at, and rebuilds them when another process moved it (see the package docstring).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from graphmem.errors import EmbedderMismatchError, StoreError
+from graphmem.inputs import check_db_params
+from graphmem.store import migrations
+from graphmem.store.bolt import dialect
+from graphmem.store.bolt import schema as bolt_schema
+from graphmem.store.catalog import EventCatalog, LearningCatalog
+from graphmem.store.kuzu_store import KuzuBase
+from graphmem.store.locks import ReadWriteLock
+
+BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+
+_GEN_READ = "MATCH (m:Meta {key: 'generation'}) RETURN m.n AS n"
+_GEN_BUMP = "MERGE (m:Meta {key: 'generation'}) SET m.n = coalesce(m.n, 0) + 1 RETURN m.n AS n"
+
+
+def is_bolt_url(value: object) -> bool:
+    """True for a ``bolt://`` / ``neo4j://`` (and ``+s``/``+ssc``) URL."""
+    return isinstance(value, str) and value.split("://", 1)[0].lower() in BOLT_SCHEMES and "://" in value
+
+
+def split_url(url: str) -> tuple[str, str | None]:
+    """The server URL and the database named by its path (``bolt://h:7687/mydb`` -> mydb)."""
+    parts = urlsplit(url)
+    name = parts.path.strip("/") or None
+    return urlunsplit((parts.scheme, parts.netloc, "", parts.query, "")), name
+
+
+class BoltQueryError(RuntimeError):
+    """A driver or server error, as a RuntimeError so KuzuBase's handlers wrap it in StoreError."""
+
+
+class _Rows:
+    """Rows (dicts) of one result, with the part of Kùzu's QueryResult API graphmem uses
+    (``get_all``, ``get_column_names``, ``get_as_arrow``): code written for a Kùzu connection
+    (catalog loads, the analysts' per-user view) reads a Bolt connection the same way."""
+
+    def __init__(self, keys: list[str], rows: list[dict[str, Any]], types: Mapping[str, str]) -> None:
+        self._keys, self._rows, self._types = keys, rows, types  # not a list: Kùzu's list means "several results"
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def get_column_names(self) -> list[str]:
+        return list(self._keys)
+
+    def get_all(self) -> list[list[Any]]:
+        return [[r.get(k) for k in self._keys] for r in self._rows]
+
+    def get_as_arrow(self, chunk_size: int = 0) -> Any:
+        import pyarrow as pa
+
+        columns = {}
+        for k in self._keys:
+            values = [r.get(k) for r in self._rows]
+            arr = None
+            if k in self._types:
+                with suppress(Exception):
+                    arr = pa.array(values, type=_arrow_type(self._types[k]))
+            columns[k] = arr if arr is not None else pa.array(values)
+        return pa.table(columns) if columns else pa.table({})
+
+
+def _arrow_type(kuzu_type: str) -> Any:
+    import pyarrow as pa
+
+    t = kuzu_type.upper()
+    if t.endswith("[]"):
+        return pa.list_(_arrow_type(t[:-2]))
+    fixed = re.fullmatch(r"(FLOAT|DOUBLE)\[(\d+)\]", t)
+    if fixed:
+        return pa.list_(pa.float32() if fixed.group(1) == "FLOAT" else pa.float64(), int(fixed.group(2)))
+    return {"STRING": pa.string(), "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "INT64": pa.int64(),
+            "INT32": pa.int32(), "BOOLEAN": pa.bool_(), "BOOL": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}.get(t, pa.string())
+
+
+class _Driver:
+    """The shared neo4j driver (thread-safe) and the database name; ``close()`` like kuzu.Database."""
+
+    def __init__(self, url: str, auth: tuple[str, str] | None, database: str | None) -> None:
+        import neo4j
+
+        self.database = database
+        try:
+            self.driver = neo4j.GraphDatabase.driver(url, auth=auth)
+            self.driver.verify_connectivity()
+        except Exception as e:
+            raise StoreError(f"could not connect to the Bolt server at {url}: {e}") from e
+
+    def close(self) -> None:
+        with suppress(Exception):
+            self.driver.close()
+
+
+class BoltConnection:
+    """One driver session: auto-commit statements, or one explicit transaction at a time."""
+
+    def __init__(self, db: _Driver, schema: bolt_schema.Schema, types: Mapping[str, str],
+                 on_commit_generation: Callable[[int], None] | None = None,
+                 gen_lock: threading.Lock | None = None) -> None:
+        self._db = db
+        self._schema = schema
+        self._types = types
+        self._gen_lock = gen_lock or threading.Lock()
+        self._session: Any = None
+        self._tx: Any = None
+        self._on_gen = on_commit_generation
+
+    def _sess(self) -> Any:
+        if self._session is None:
+            self._session = self._db.driver.session(database=self._db.database)
+        return self._session
+
+    def execute(self, cypher: str, params: Mapping[str, Any] | None = None) -> _Rows:
+        """Run one statement written for Kùzu (translated here); BEGIN TRANSACTION [READ ONLY] /
+        COMMIT / ROLLBACK / CHECKPOINT and Kùzu's catalog calls as Kùzu names them."""
+        word = " ".join(cypher.split()).upper()
+        empty = _Rows([], [], self._types)
+        try:
+            if word.startswith("BEGIN TRANSACTION"):
+                self._tx = self._sess().begin_transaction()
+                return empty
+            if word == "COMMIT":
+                tx, self._tx = self._tx, None
+                if tx is not None:
+                    with self._gen_lock:  # a freshness check waits for the counter of our own commit
+                        gen = tx.run(_GEN_BUMP).single()
+                        tx.commit()
+                        if self._on_gen is not None and gen is not None:
+                            self._on_gen(int(gen["n"]))
+                return empty
+            if word == "ROLLBACK":
+                tx, self._tx = self._tx, None
+                if tx is not None:
+                    with suppress(Exception):
+                        tx.rollback()
+                return empty
+            if word == "CHECKPOINT":
+                return empty
+        except Exception as e:
+            raise BoltQueryError(f"{type(e).__name__}: {_message(e)}") from e
+        catalog = bolt_schema.catalog_rows(self._schema, cypher)
+        if catalog is not None:
+            return _Rows(list(catalog[0]) if catalog else [], catalog, self._types)
+        return self._query(dialect.translate(cypher), dialect.to_wire(dict(params or {})))
+
+    def _query(self, cypher: str, params: dict[str, Any]) -> _Rows:
+        try:
+            runner = self._tx if self._tx is not None else self._sess()
+            result = runner.run(cypher, params)
+            keys = list(result.keys())
+            rows = [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
+        except Exception as e:
+            self._reset_after_error()
+            raise BoltQueryError(f"{type(e).__name__}: {_message(e)}") from e
+        if not keys:  # ArcadeDB sends no column names for a label that has no node yet
+            keys = _aliases(cypher)
+        return _Rows(keys, rows, self._types)
+
+    def _reset_after_error(self) -> None:
+        """A failed statement can leave the session unusable: a new one for the next statement
+        (an open transaction stays, for the caller's ROLLBACK)."""
+        if self._tx is None and self._session is not None:
+            with suppress(Exception):
+                self._session.close()
+            self._session = None
+
+    def close(self) -> None:
+        if self._tx is not None:
+            with suppress(Exception):
+                self._tx.rollback()
+            self._tx = None
+        if self._session is not None:
+            with suppress(Exception):
+                self._session.close()
+            self._session = None
+
+
+def _aliases(cypher: str) -> list[str]:
+    """The column names of a query's last RETURN (``... AS name`` items)."""
+    idx = cypher.upper().rfind("RETURN ")
+    return re.findall(r"\bAS\s+`?(\w+)`?", cypher[idx:], re.IGNORECASE) if idx >= 0 else []
+
+
+def _message(e: Exception) -> str:
+    msg = getattr(e, "message", None) or str(e)
+    return str(msg).strip().splitlines()[0][:500] if str(msg).strip() else type(e).__name__
+
+
+def _column_types(schema: bolt_schema.Schema) -> dict[str, str]:
+    """Property name -> Kùzu type over every table, leaving out names typed differently in two tables."""
+    types: dict[str, str] = {}
+    clash: set[str] = set()
+    for cols in (*schema.nodes.values(), *schema.rels.values()):
+        for c, t in cols.items():
+            if types.setdefault(c, t) != t:
+                clash.add(c)
+    return {c: t for c, t in types.items() if c not in clash}
+
+
+class BoltBase(KuzuBase):
+    """KuzuBase's locks, transactions, deferred writes and hooks over a Bolt server."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        dim: int,
+        embedder_name: str,
+        read_only: bool = False,
+        auth: tuple[str, str] | None = None,
+        database: str | None = None,
+    ) -> None:
+        server, named = split_url(url)
+        self.url = url
+        self.path = None  # no file: KuzuBase skips checkpoints and side batches for path None
+        self.dim = dim
+        self.embedder_name = embedder_name
+        self.read_only = read_only
+        self._lock = ReadWriteLock()
+        self._local = threading.local()
+        self._closed = False
+        self._tx_depth = 0
+        self._after_commit: list[Callable[[], None]] = []
+        self._deferred: deque[Callable[[], None]] = deque()
+        self._deferred_cond = threading.Condition()
+        self._writer: threading.Thread | None = None
+        self._stopping = False
+        self._draining = False
+        self.generation = 0
+        self._side_lock = threading.Lock()
+        self._side_thread: int | None = None
+        self._checkpoint_due = False
+        self.checkpoint_bytes = 16 << 20
+        self.deferred_retries = 3
+        self.deferred_batch = 64
+        self.learning_catalog = LearningCatalog(dim)
+        self.event_catalog = EventCatalog(dim)
+        self.bolt_schema = bolt_schema.load(dim)
+        self._types = _column_types(self.bolt_schema)
+        self.db_generation = -1  # the counter value the mirrors were built at
+        self.freshness_seconds = 0.0  # check the counter at most this often (0: before every top-level read)
+        self._checked_at = 0.0
+        self._reloading = False
+        self._bolt = _Driver(server, auth, database or named)
+        self._gen_lock = threading.Lock()
+        self._main = BoltConnection(self._bolt, self.bolt_schema, self._types, self._committed_generation, self._gen_lock)
+        self._db = self._bolt  # type: ignore[assignment]
+        self._conn_main = self._main  # type: ignore[assignment]
+        self.schema_version = self._prepare_schema()
+
+    # --- schema ---------------------------------------------------------------------------
+    def _prepare_schema(self) -> int:
+        conn = self._main
+        try:
+            rows = conn.execute("MATCH (m:Meta) WHERE m.key <> 'generation' RETURN m.key AS key, m.value AS value")
+        except BoltQueryError as e:
+            raise StoreError(f"could not read graphmem's bookkeeping at {self.url}: {e}") from e
+        meta = {str(r["key"]): str(r["value"]) for r in rows}
+        if meta:
+            stored_name, stored_dim = meta.get("embedder", "?"), int(meta.get("dim", "0"))
+            if stored_dim != self.dim or stored_name != self.embedder_name:
+                raise EmbedderMismatchError(
+                    f"{self.url} was built with embedder {stored_name!r} ({stored_dim} dims), but this Memory "
+                    f"uses {self.embedder_name!r} ({self.dim} dims): open it with the same embedder, or use a new database"
+                )
+        version = int(meta.get("schema_version", "0"))
+        if version > migrations.latest_version():
+            from graphmem.errors import SchemaVersionError
+
+            raise SchemaVersionError(f"{self.url} has schema version {version}; upgrade graphmem to open it")
+        if self.read_only:
+            if not meta:
+                raise StoreError(f"{self.url} holds no graphmem memory; open it once without read_only=True")
+            return version
+        if meta and version == self.bolt_schema.version:
+            return version  # constraints were made with the bookkeeping (3 s on ArcadeDB: not on every open)
+        with self._lock.exclusive():
+            for stmt in bolt_schema.ddl(self.bolt_schema):
+                try:
+                    conn.execute(stmt)
+                except BoltQueryError as e:
+                    raise StoreError(f"could not create graphmem's constraints at {self.url}: {e}") from e
+            if not meta or version < self.bolt_schema.version:
+                conn.execute("BEGIN TRANSACTION")
+                try:
+                    for key, value in (("embedder", self.embedder_name), ("dim", str(self.dim)),
+                                       ("schema_version", str(self.bolt_schema.version))):
+                        conn.execute("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+        return self.bolt_schema.version
+
+    def _committed_generation(self, n: int) -> None:
+        """After our own commit: the mirrors are current if nobody else committed in between."""
+        if n == self.db_generation + 1:
+            self.db_generation = n
+
+    # --- freshness of the mirrors across processes ------------------------------------------
+    def database_generation(self) -> int:
+        """The shared write counter (0 on a database nobody wrote to yet)."""
+        rows = list(self._conn().execute(_GEN_READ))
+        return int(rows[0]["n"]) if rows and rows[0]["n"] is not None else 0
+
+    def ensure_fresh(self, *, force: bool = False) -> bool:
+        """Rebuild the mirrors when another process wrote since they were built; True if it did."""
+        if self._closed or self._reloading or self._lock.owned_shared() or self.in_transaction():
+            return False
+        now = time.monotonic()
+        if not force and self.freshness_seconds > 0 and now - self._checked_at < self.freshness_seconds:
+            return False
+        self._checked_at = now
+        try:
+            current = self.database_generation()
+            if current != self.db_generation:  # maybe our own commit, its counter not yet recorded:
+                with self._gen_lock:  # wait for the commit in flight, then look again
+                    current = self.database_generation()
+        except BoltQueryError as e:
+            raise StoreError(f"query failed: {e}") from e
+        if current == self.db_generation:
+            return False
+        reload = getattr(self, "reload_catalogs", None)
+        if reload is None:
+            return False
+        self._reloading = True
+        try:
+            reload()  # records the counter it loaded at (BoltGraphStore.reload_catalogs)
+        finally:
+            self._reloading = False
+        return True
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """KuzuBase.snapshot, after catching up with other processes' writes."""
+        self.ensure_fresh()
+        with self._lock.shared():
+            yield
+
+    # --- connections and statements ---------------------------------------------------------
+    def _conn(self) -> BoltConnection:  # type: ignore[override]
+        if self._lock.owned_exclusive() or self._side_thread == threading.get_ident():
+            return self._main
+        if self._closed:
+            raise StoreError("this Memory is closed; open a new one")
+        conn: BoltConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = BoltConnection(self._bolt, self.bolt_schema, self._types)
+            self._local.conn = conn
+        return conn
+
+    def _run(self, conn: Any, cypher: str, params: Mapping[str, Any] | None, *, cache: bool = True) -> list[dict[str, Any]]:
+        check_db_params(params)
+        return list(conn.execute(cypher, params))
+
+    def execute_read(self, cypher: str, params: Mapping[str, Any] | None = None) -> Any:
+        """The rows of a read with Kùzu's ``get_as_arrow``/``get_all`` (catalog loads)."""
+        check_db_params(params)
+        with self._lock.shared():
+            try:
+                return self._conn().execute(cypher, params)
+            except BoltQueryError as e:
+                raise StoreError(f"query failed: {e}") from e
+
+    def read(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """KuzuBase.read, after catching up with other processes' writes (outside snapshots)."""
+        if not self._lock.owned_shared() and not self._lock.owned_exclusive():
+            self.ensure_fresh()
+        return super().read(cypher, params)
+
+    def _drain_beside_readers(self) -> bool:
+        """KuzuBase's side batch (deferred writes in one transaction while readers go on), without
+        its file checks: the server isolates the writer's transaction from the readers' sessions."""
+        if self.read_only:
+            return False
+        with self._lock.shared(), self._side_lock:
+            with self._deferred_cond:
+                batch = list(self._deferred)[: self.deferred_batch]
+            if self._closed or not batch:
+                return True
+            conn = self._main
+            self._after_commit = []
+            self._side_thread = threading.get_ident()
+            ok = False
+            try:
+                conn.execute("BEGIN TRANSACTION")
+                for fn in batch:
+                    fn()
+                if not self._after_commit:
+                    conn.execute("COMMIT")
+                    ok = True
+            except Exception:
+                ok = False
+            finally:
+                if not ok:
+                    conn.execute("ROLLBACK")
+                self._side_thread = None
+                self._after_commit = []
+            if not ok:
+                return False
+            self.generation += 1
+            with self._deferred_cond:
+                for _ in batch:
+                    self._deferred.popleft()
+            return True
+
+    def _fulltext_guard(self, cypher: str, *, always: bool = False) -> Any:
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False,
+               force: bool = False, timeout_ms: int | None = None) -> list[dict[str, Any]]:
+        """An analyst's Cypher, sent as it is (the engine's own dialect) in a read-only session.
+
+        Writes are refused on Bolt for now (KuzuBase checks and rewrites them; that check is
+        Kùzu's parser's, not ported)."""
+        if write:
+            from graphmem.errors import ReadOnlyError
+
+            raise ReadOnlyError("analyst Cypher that writes is not supported on a Bolt store yet; use Memory's methods")
+        if self._deferred:
+            self.flush_deferred()
+        import neo4j
+
+        check_db_params(params)
+        timeout = None if timeout_ms is None else timeout_ms / 1000.0
+        try:
+            with self._bolt.driver.session(database=self._bolt.database, default_access_mode=neo4j.READ_ACCESS) as s:
+                result = s.run(neo4j.Query(query, timeout=timeout), dialect.to_wire(dict(params or {})))
+                keys = list(result.keys())
+                return [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
+        except Exception as e:
+            from graphmem.errors import CypherError
+
+            raise CypherError(f"query failed: {_message(e)}") from e
+
+    def stats(self) -> dict[str, int]:
+        """Node and edge counts by label / type (the schema's labels, zero when absent)."""
+        out: dict[str, int] = {}
+        for label in self.bolt_schema.nodes:
+            out[label] = int(self.read(f"MATCH (n:{label}) RETURN count(n) AS n")[0]["n"])
+        out["Meta"] = max(0, out.get("Meta", 0) - (1 if self.db_generation > 0 else 0))
+        for rel in self.bolt_schema.rels:
+            out[rel] = int(self.read(f"MATCH ()-[r:{rel}]->() RETURN count(r) AS n")[0]["n"])
+        return out
+
+    def close(self) -> None:
+        """Close the sessions and the driver; the object is unusable afterwards."""
+        if self._closed:
+            return
+        try:
+            self.flush_deferred()
+        finally:
+            with self._deferred_cond:
+                self._stopping = True
+                self._deferred_cond.notify_all()
+            if self._writer is not None and self._writer is not threading.current_thread():
+                self._writer.join(timeout=30)
+            self._writer = None
+        with self._lock.exclusive():
+            self._closed = True
+            self._local = threading.local()
+            self._main.close()
+            self._bolt.close()

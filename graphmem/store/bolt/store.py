@@ -1,0 +1,163 @@
+"""BoltGraphStore: the Kùzu store's mixins over :class:`~graphmem.store.bolt.base.BoltBase`.
+
+The class is assembled from ``KuzuGraphStore``'s own bases, so a mixin added to the Kùzu store
+is picked up here too; where a mixin's Cypher cannot run on a Bolt engine, the method is
+overridden in :class:`BoltOverrides` (first in the MRO).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from graphmem.errors import StoreError
+from graphmem.models import Learning
+from graphmem.store.bolt.base import BoltBase
+
+
+class BoltOverrides(BoltBase):
+    """Methods whose Kùzu form uses something a Bolt engine lacks (COPY, Kùzu's FTS index)."""
+
+    def reload_catalogs(self) -> None:
+        """Rebuild the in-memory mirrors from the database and remember the write counter they
+        were read at (read first: a write in between only makes the next check reload again)."""
+        from graphmem.store import release_unused_memory
+
+        with self._lock.exclusive():
+            try:
+                gen = self.database_generation()
+            except RuntimeError as e:
+                raise StoreError(f"query failed: {e}") from e
+            self.forget_cached_learnings()  # type: ignore[attr-defined]
+            self.forget_summary_texts()  # type: ignore[attr-defined]
+            self.load_learning_catalog()  # type: ignore[attr-defined]
+            self.load_event_catalog()  # type: ignore[attr-defined]
+            self.db_generation = gen
+        release_unused_memory()
+
+    def configure_vectors(self, storage: str, int8_min_rows: int) -> None:
+        """As KuzuGraphStore.configure_vectors."""
+        with self._lock.exclusive():
+            if not self.learning_catalog.vectors.configure(storage, int8_min_rows):
+                self.reload_catalogs()
+
+    def get_learning(self, learning_id: str) -> Learning:
+        """KuzuGraphStore.get_learning after catching up with other processes' writes."""
+        self.ensure_fresh()
+        return cast(Learning, super().get_learning(learning_id))  # type: ignore[misc]
+
+    def get_learnings(self, ids: Sequence[str]) -> list[Learning]:
+        """KuzuGraphStore.get_learnings after catching up with other processes' writes."""
+        self.ensure_fresh()
+        return cast(list[Learning], super().get_learnings(ids))  # type: ignore[misc]
+
+    def fulltext_learnings(self, normalised_query: str, k: int) -> list[tuple[str, float]]:
+        """Not on Bolt: ranking uses the in-memory BM25 mirror; Kùzu's FTS index has no portable form."""
+        raise StoreError("the database's own full-text index is not used on a Bolt store; "
+                         "graphmem ranks with its in-memory lexical index there")
+
+    def bulk_insert_learnings(self, learnings: Sequence[Learning], embeddings: Any) -> None:
+        """Many new learnings with their anchor edges: UNWIND batches in one transaction instead
+        of Kùzu's COPY. The learnings must not exist yet; the mirrors are reloaded afterwards."""
+        import numpy as np
+
+        from graphmem.errors import InvalidInputError
+        from graphmem.models import utcnow
+        from graphmem.store.kuzu_store import to_db_time
+        from graphmem.store.learnings import learning_params
+
+        n = len(learnings)
+        if n == 0:
+            return
+        vectors = np.asarray(embeddings, dtype=np.float32)
+        if vectors.shape != (n, self.dim):
+            raise InvalidInputError(f"embeddings must have shape ({n}, {self.dim}), got {vectors.shape}")
+        rows = []
+        for learning, vector in zip(learnings, vectors):
+            params = {k: v for k, v in learning_params(learning).items() if v is not None}
+            params["embedding"] = [float(x) for x in vector]
+            rows.append(params)
+        now = to_db_time(utcnow())
+        anchors = {
+            ("ABOUT_TOOL", "Tool"): [{"id": l.id, "name": l.tool} for l in learnings if l.tool],
+            ("ABOUT_TOPIC", "Topic"): [{"id": l.id, "name": t} for l in learnings for t in l.topics],
+            ("MENTIONS", "Entity"): [{"id": l.id, "name": e} for l in learnings for e in l.entities],
+            ("FOR_OBJECTIVE_TYPE", "ObjectiveType"): [{"id": l.id, "name": l.objective_type} for l in learnings if l.objective_type],
+        }
+        on_create = {"Tool": "x.success_count = 0, x.error_count = 0, x.created_at = $ts",
+                     "Entity": "x.kind = 'thing', x.created_at = $ts"}
+        step = 500
+        with self.transaction():
+            for i in range(0, n, step):
+                self.write("UNWIND $rows AS r CREATE (l:Learning) SET l = r", {"rows": rows[i:i + step]})
+            for (rel, label), edges in anchors.items():
+                for name in sorted({e["name"] for e in edges}):
+                    self.write(f"MERGE (x:{label} {{name: $n}}) ON CREATE SET {on_create.get(label, 'x.created_at = $ts')}",
+                               {"n": name, "ts": now})
+                for i in range(0, len(edges), step):
+                    self.write(f"UNWIND $rows AS r MATCH (l:Learning {{id: r.id}}), (x:{label} {{name: r.name}}) "
+                               f"CREATE (l)-[:{rel}]->(x)", {"rows": edges[i:i + step]})
+        self.reload_catalogs()
+
+    def bulk_insert_related(self, pairs: Sequence[tuple[str, str, str, str, int]], user_id: str | None = None) -> None:
+        """RELATED edges in bulk: UNWIND batches instead of Kùzu's COPY."""
+        from graphmem.errors import InvalidInputError
+
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for la, a, lb, b, w in pairs:
+            if la not in ("Entity", "Topic") or lb not in ("Entity", "Topic"):
+                raise InvalidInputError(f"RELATED links Entity and Topic nodes, not {la}/{lb}")
+            groups.setdefault((la, lb), []).append({"a": a, "b": b, "w": int(w), "u": user_id})
+        with self.transaction():
+            for (la, lb), rows in groups.items():
+                for i in range(0, len(rows), 2000):
+                    self.write(f"UNWIND $rows AS r MATCH (a:{la} {{name: r.a}}), (b:{lb} {{name: r.b}}) "
+                               "CREATE (a)-[:RELATED {weight: r.w, user_id: r.u}]->(b)", {"rows": rows[i:i + 2000]})
+
+
+def _assemble() -> type:
+    """BoltOverrides first, then KuzuGraphStore with all its mixins: the MRO puts BoltBase's
+    primitives before the mixins (they define none of them) and KuzuBase last, and code typed
+    against KuzuGraphStore (``isinstance`` checks) takes a Bolt store as it is."""
+    from graphmem.store import KuzuGraphStore
+
+    return type("BoltGraphStore", (BoltOverrides, KuzuGraphStore), {
+        "__doc__": "graphmem's store on a Bolt graph server (ArcadeDB, Neo4j, Memgraph): the Kùzu "
+                   "store's mixins over BoltBase.",
+        "__module__": __name__,
+    })
+
+
+_CLASS: type | None = None
+
+
+def bolt_store_class() -> type:
+    """The BoltGraphStore class (built once, from KuzuGraphStore's mixins at that time)."""
+    global _CLASS
+    if _CLASS is None:
+        _CLASS = _assemble()
+    return _CLASS
+
+
+def open_bolt_store(
+    url: str,
+    *,
+    dim: int,
+    embedder_name: str,
+    read_only: bool = False,
+    auth: tuple[str, str] | None = None,
+    database: str | None = None,
+    vector_storage: str = "auto",
+    vector_int8_min_rows: int = 50_000,
+) -> Any:
+    """Connect to the graphmem memory in the Bolt database at ``url`` (created if empty) and load
+    its mirrors. ``bolt://host:7687/name`` picks the database ``name``."""
+    store = bolt_store_class()(url, dim=dim, embedder_name=embedder_name, read_only=read_only, auth=auth,
+                               database=database)
+    try:
+        store.learning_catalog.vectors.configure(vector_storage, vector_int8_min_rows)
+        store.reload_catalogs()
+    except BaseException:
+        store.close()
+        raise
+    return store
