@@ -205,8 +205,10 @@ class ScanMatrix:
         pay for one query vector: torch's (MKL/OpenMP) or OpenBLAS's worker threads spin after
         each call and wait for cores when the machine is busy (measured on 2 busy cores, 10k
         rows: ~7 ms CPU and ~20 ms wall per scan on torch's pool, ~1 ms CPU and ~2.5 ms wall on
-        one thread), and concurrent requests already use the cores. int8: ``torch._int_mm``
-        over the codes, rescaled; numpy's integer product when torch is missing.
+        one thread), and concurrent requests already use the cores. ``torch.set_num_threads(1)``
+        is no cure here: it only takes effect in the thread that calls it (under OpenMP), while
+        ``get_num_threads()`` then reads 1 in every thread. int8: ``torch._int_mm`` over the
+        codes, rescaled; numpy's integer product when torch is missing.
         """
         n = len(self.ids)
         if n == 0 or (rows is not None and len(rows) == 0):
