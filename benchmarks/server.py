@@ -20,6 +20,11 @@ then, in one run:
    every acknowledged learning is there afterwards;
 5. the server's resident memory (VmRSS) at the end.
 
+Beside the latencies it reports the server's own share, which a busy machine blurs less: the
+p50 of ``Memory.context()`` inside the server (the ``timings_ms["total"]`` each answer carries),
+and the server process's CPU time (all its threads, /proc) per context, sequential and with
+``--clients`` clients.
+
 The machine may be shared and busy: figures are indicative, rerun on a quiet machine.
 """
 
@@ -79,6 +84,12 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_ms(pid: int) -> float:
+    """CPU time (user + system, all threads) a process has used so far, in ms (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1e3 / os.sysconf("SC_CLK_TCK")
 
 
 def load(url: str, keys: list[str], clients: int, seconds: float, qs: list[dict[str, Any]], op: str) -> dict[str, Any]:
@@ -184,6 +195,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     raise RuntimeError("the server did not start") from None
                 time.sleep(0.2)
         http: list[float] = []
+        inside: list[float] = []
         fixed: list[float] = []
         with Client(url, api_key=alice_key) as c:
             for _ in range(len(qs)):  # the fixed cost of one authenticated round trip
@@ -192,15 +204,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 fixed.append((time.perf_counter() - t) * 1e3)
             for q in qs[:10]:
                 c.context(q["query"], tool=q["tool"], entities=q["entities"])
+            cpu0 = cpu_ms(proc.pid)
             for q in qs:
                 t = time.perf_counter()
-                c.context(q["query"], tool=q["tool"], entities=q["entities"])
+                ctx = c.context(q["query"], tool=q["tool"], entities=q["entities"])
                 http.append((time.perf_counter() - t) * 1e3)
+                inside.append(ctx.timings_ms.get("total", float("nan")))
+            res["server_cpu_ms_per_context"] = (cpu_ms(proc.pid) - cpu0) / len(qs)
         res["http"] = {"p50_ms": pct(http, 50), "p95_ms": pct(http, 95)}
+        res["in_server"] = {"p50_ms": pct(inside, 50), "p95_ms": pct(inside, 95)}
         res["round_trip"] = {"p50_ms": pct(fixed, 50), "p95_ms": pct(fixed, 95)}
         res["http_overhead_p50_ms"] = res["http"]["p50_ms"] - res["in_process"]["p50_ms"]
         one = load(url, key_list, 1, args.seconds, qs, "context")
+        cpu0 = cpu_ms(proc.pid)
         many = load(url, key_list, args.clients, args.seconds, qs, "context")
+        res["server_cpu_ms_per_context_n_clients"] = (cpu_ms(proc.pid) - cpu0) / max(1, many["requests"])
         res["context_1_client"] = {k: v for k, v in one.items() if k != "acked"}
         res["context_n_clients"] = {k: v for k, v in many.items() if k != "acked"}
         res["throughput_ratio"] = many["per_s"] / one["per_s"] if one["per_s"] else float("nan")
@@ -236,6 +254,10 @@ def print_table(r: dict[str, Any]) -> None:
          f"{r['in_process_inline_application']['p50_ms']:.1f} / {r['in_process_inline_application']['p95_ms']:.1f}"),
         ("context over HTTP p50 / p95 (ms)", f"{r['http']['p50_ms']:.1f} / {r['http']['p95_ms']:.1f}"),
         ("HTTP overhead at p50 (ms)", f"{r['http_overhead_p50_ms']:.1f}"),
+        ("  Memory.context() inside the server p50 / p95 (ms)",
+         f"{r['in_server']['p50_ms']:.1f} / {r['in_server']['p95_ms']:.1f}"),
+        ("  server CPU per context, sequential / " + f"{n} clients (ms)",
+         f"{r['server_cpu_ms_per_context']:.1f} / {r['server_cpu_ms_per_context_n_clients']:.1f}"),
         ("authenticated round trip (GET /v1/whoami) p50 / p95 (ms)",
          f"{r['round_trip']['p50_ms']:.1f} / {r['round_trip']['p95_ms']:.1f}"),
         ("contexts/s, 1 client", f"{r['context_1_client']['per_s']:.0f} (p95 {r['context_1_client']['p95_ms']:.1f} ms)"),

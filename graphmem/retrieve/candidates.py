@@ -227,33 +227,36 @@ def graph_candidates(
     if reached.size > keep_n:
         cos = sims[reached] if sims is not None else np.zeros(reached.size)
         order = np.lexsort((-catalog.col("score")[reached], -cos, -weight[reached]))
-        kept = set(reached[order[:keep_n]].tolist())
+        kept = np.zeros(n, dtype=bool)
+        kept[reached[order[:keep_n]]] = True
         id_rows = catalog.vectors.rows
-        kept.update(r for r in (id_rows.get(i) for i in pool) if r is not None and weight[r] > 0)
+        extra = [r for r in (id_rows.get(i) for i in pool) if r is not None and weight[r] > 0]
+        if extra:
+            kept[extra] = True
     else:
-        kept = set(reached.tolist())
+        kept = weight > 0  # every reached row (weight is 0 outside ``mask``)
     hits: dict[int, GraphHit] = {}
     for anchor in first:
-        members = index.rows.get(anchor)
-        if not members:
+        members = index.rows_of(anchor)
+        if not members.size:
             continue
         kind, name = anchor
         suffix = " (named in query)" if anchor in linked else ""
-        path = f"via {kind.replace('_', ' ')} {name}{suffix}"
-        for row in kept & members if len(kept) < len(members) else (r for r in members if r in kept):
-            hit = hits.setdefault(row, GraphHit())
-            if path not in hit.paths:
-                hit.weight += 1.0
-                hit.paths.append(path)
+        _add_paths(hits, members[kept[members]], f"via {kind.replace('_', ' ')} {name}{suffix}", 1.0)
     for (nkind, nname), (vkind, vname), rows in second:
-        path = f"2 hops via {vkind} {vname} → {nkind} {nname}"
-        for row in rows.tolist():
-            if row in kept:
-                hit = hits.setdefault(row, GraphHit())
-                if path not in hit.paths:
-                    hit.weight += decay
-                    hit.paths.append(path)
+        _add_paths(hits, rows[kept[rows]], f"2 hops via {vkind} {vname} → {nkind} {nname}", decay)
     return hits
+
+
+def _add_paths(hits: dict[int, GraphHit], rows: np.ndarray, path: str, weight: float) -> None:
+    """Credit ``weight`` and ``path`` to each row (once per distinct path)."""
+    for row in rows.tolist():
+        hit = hits.get(row)
+        if hit is None:
+            hits[row] = GraphHit(weight, [path])
+        elif path not in hit.paths:
+            hit.weight += weight
+            hit.paths.append(path)
 
 
 class NameIndex:

@@ -1,4 +1,9 @@
-"""Request plumbing shared by the routes: who is asking, which Memory, JSON out, errors."""
+"""Request plumbing shared by the routes: who is asking, which Memory, JSON out, errors.
+
+The dependencies are ``async def``: they only hash a key and look up dicts, never block, and
+FastAPI runs a plain ``def`` dependency on the thread pool, one hop (and one wait for the GIL)
+per dependency per request. The endpoints that call Memory stay ``def`` (the pool runs them).
+"""
 
 from __future__ import annotations
 
@@ -37,13 +42,17 @@ def owner_of(request: Request) -> Owner:
     return owner
 
 
-def principal(
+async def principal(
     request: Request,
     bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
     api_key: str | None = Depends(_api_key),
 ) -> Principal:
     """The key's principal; 401 when the key is missing or unknown."""
-    key = api_key or (bearer.credentials if bearer is not None else None)
+    return _principal(request, api_key or (bearer.credentials if bearer is not None else None))
+
+
+def _principal(request: Request, key: str | None) -> Principal:
+    """The key's principal; 401 when the key is missing or unknown."""
     if not key:
         raise ApiError(
             401, "Unauthorized",
@@ -58,24 +67,24 @@ def principal(
     return who
 
 
-def metrics_reader(
+async def metrics_reader(
     request: Request,
     bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
     api_key: str | None = Depends(_api_key),
 ) -> None:
     """/metrics: any valid key, unless ``Settings.server_metrics_public`` opens it to all."""
     if not owner_of(request).settings.server_metrics_public:
-        principal(request, bearer, api_key)
+        _principal(request, api_key or (bearer.credentials if bearer is not None else None))
 
 
-def writer(request: Request, who: Principal = Depends(principal)) -> Memory:
+async def writer(request: Request, who: Principal = Depends(principal)) -> Memory:
     """The Memory of the key's user, for an endpoint that writes (agent or admin keys)."""
     if not who.writes:
         raise ApiError(403, "Forbidden", f"a {who.role} key is read-only; this endpoint writes: use an agent key")
     return owner_of(request).memory(who.user)
 
 
-def reader(request: Request, user: str | None = None, who: Principal = Depends(principal)) -> Memory:
+async def reader(request: Request, user: str | None = None, who: Principal = Depends(principal)) -> Memory:
     """The Memory to read: the key's user, or ``?user=`` for analysts granted that user."""
     target = user or who.user
     if not who.can_read(target):
@@ -84,7 +93,7 @@ def reader(request: Request, user: str | None = None, who: Principal = Depends(p
     return owner_of(request).memory(target)
 
 
-def admin(who: Principal = Depends(principal)) -> Principal:
+async def admin(who: Principal = Depends(principal)) -> Principal:
     """Admin keys only."""
     if who.role != "admin":
         raise ApiError(403, "Forbidden", f"this endpoint needs an admin key; this key is {who.role}")

@@ -17,6 +17,14 @@ from graphmem.server.deps import ApiError, json_out, owner_of, principal, read, 
 
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 _CONTEXT = TypeAdapter(AssembledContext)
+_TEXT = TypeAdapter(str)
+
+
+def context_json(ctx: AssembledContext) -> bytes:
+    """The context as the JSON /v1/context answers: its fields, then ``prompt``; serialised once,
+    straight from the dataclasses (no intermediate dicts)."""
+    body = _CONTEXT.dump_json(ctx)
+    return body[:-1] + b',"prompt":' + _TEXT.dump_json(ctx.to_prompt()) + b"}"
 
 
 @router.post("/context", response_model=AssembledContext)
@@ -27,9 +35,7 @@ def context(body: s.ContextRequest, request: Request, mem: Memory = Depends(writ
         body.query, tool=body.tool, entities=body.entities, topics=body.topics,
         objective_type=body.objective_type, limit=body.limit, token_budget=body.token_budget,
     ))
-    data = _CONTEXT.dump_python(ctx, mode="json")
-    data["prompt"] = ctx.to_prompt()
-    return json_out(data)
+    return Response(context_json(ctx), media_type="application/json")
 
 
 @router.post("/search", response_model=list[Hit])
