@@ -23,11 +23,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-import numpy as np
-
 from graphmem.config import Settings
 from graphmem.deps import Deps
-from graphmem.domain_evolution import DomainReport
 from graphmem.embed import Embedder, HashEmbedder, default_embedder
 from graphmem.errors import InvalidInputError
 from graphmem.events import EventService
@@ -36,7 +33,6 @@ from graphmem.improve import ImproveService
 from graphmem.inputs import (
     check_string,
     cypher_params,
-    optional_text,
     require_bool,
     require_choice,
     require_count,
@@ -59,13 +55,12 @@ from graphmem.store import open_store, release_store
 from graphmem.store.health import DoctorReport
 from graphmem.summaries import SummaryService
 from graphmem.trust import own_objective
-from graphmem.weakness import WeaknessReport  # the weakness trainer
+from graphmem.tuning import TuneReport, TuningService, TuningSnapshot, effective_settings
+from graphmem.watch import WatchService
 
 if TYPE_CHECKING:
     from graphmem.retrieve import Retriever
-    from graphmem.sessions import SessionMetrics
     from graphmem.store import KuzuGraphStore
-    from graphmem.tuning import TuneReport, TuningSnapshot
 
 __all__ = ["HashEmbedder", "Memory"]
 
@@ -159,7 +154,7 @@ class Memory:
                         settings=settings, clock=clock or utcnow, user=user, admin=bool(admin)))
         self._closed = False
         self._base_settings = self.settings  # Settings(auto_tune=True): the user's tuned values overlay it
-        self.settings = _tuned(self.store, self.user, self.settings)
+        self.settings = effective_settings(self.store, self.user, self.settings)
 
     def _wire(self, deps: Deps, *, retriever: Retriever | None = None, summaries: SummaryService | None = None) -> None:
         """Build the services on ``deps``. The summary service (this Memory's own, never shared
@@ -171,6 +166,7 @@ class Memory:
         self._events = EventService(self.deps)
         self._retrieval = RetrievalService(self.deps, self._summaries.user_preferences_text, retriever)
         self._improve = ImproveService(self.deps)
+        self._watch = WatchService(self.deps)
 
     # --- lifecycle of the object -----------------------------------------------------------
     def close(self) -> None:
@@ -190,7 +186,7 @@ class Memory:
         other._wire(deps, retriever=self._retrieval._state)
         other._closed = self.store.path is None  # an in-memory store belongs to its creator
         if self.settings.auto_tune:  # the other user's own tuned values
-            other.settings = _tuned(other.store, other.user, self.__dict__.get("_base_settings", self.settings))
+            other.settings = effective_settings(other.store, other.user, self.__dict__.get("_base_settings", self.settings))
         return other
 
     def __enter__(self) -> Memory:
@@ -228,6 +224,12 @@ class Memory:
     distill = _delegate("_improve", ImproveService.distill)
     export_tests = _delegate("_improve", ImproveService.export_tests)
     evolve = _delegate("_improve", ImproveService.evolve)
+
+    # --- how it watches itself: weak domains, domains, sessions, tuning (graphmem/watch.py) -----
+    weaknesses = _delegate("_watch", WatchService.weaknesses)
+    domains = _delegate("_watch", WatchService.domains)
+    session_metrics = _delegate("_watch", WatchService.session_metrics)
+    tuning_snapshots = _delegate("_watch", WatchService.tuning_snapshots)
 
     # --- learning from experience ---------------------------------------------------
     def observe_message(
@@ -417,19 +419,8 @@ class Memory:
         {} when none is near. Ranking adds ``Settings.pattern_boost * value``. Another
         ``user``'s patterns need an ``admin`` Memory (PermissionDeniedError otherwise)."""
         from graphmem import outcomes
-        from graphmem.errors import PermissionDeniedError
 
-        if user is not None and user != self.user and not self.admin:
-            raise PermissionDeniedError("only an admin Memory may read another user's pattern scores")
-
-        user = optional_text("user", user, max_chars=200)
-        try:
-            vector = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
-        except (TypeError, ValueError) as e:
-            raise InvalidInputError(f"query_embedding must be a vector of numbers: {e}") from e
-        if vector.shape != (self.embedder.dim,) or not np.all(np.isfinite(vector)):
-            raise InvalidInputError(f"query_embedding must be {self.embedder.dim} finite numbers (the embedder's dim)")
-        return outcomes.pattern_scores(self.deps, vector, user)
+        return outcomes.checked_pattern_scores(self.deps, query_embedding, user)
 
     # --- promotion, insights, export ----------------------------------------------
     def promote(self, path: str | os.PathLike[str], *, min_confidence: float | None = None) -> PromoteReport:
@@ -590,55 +581,15 @@ class Memory:
     def tune(self, *, dry_run: bool = False, evaluator: Any = None) -> TuneReport:
         """One auto-tuning step (README "Auto-tuning"): measure health, move a few settings one step,
         keep them unless the retrieval guard got worse. Returns a :class:`graphmem.tuning.TuneReport`."""
-        from graphmem.tuning import TuningService
-
         report = TuningService(self.deps, evaluator).tune(dry_run=require_bool("dry_run", dry_run))
-        self.settings = _tuned(self.store, self.user, self.settings)
+        self.settings = effective_settings(self.store, self.user, self.settings)
         return report
 
     def rollback_tuning(self, snapshot_id: str | None = None) -> TuningSnapshot:
         """Restore the tuned values of a TuningSnapshot (the latest when None); returns the snapshot."""
-        from graphmem.tuning import TuningService
-
         snap = TuningService(self.deps).rollback(snapshot_id)
-        self.settings = _tuned(self.store, self.user, self.settings)
+        self.settings = effective_settings(self.store, self.user, self.settings)
         return snap
-
-    def tuning_snapshots(self, limit: int = 10) -> list[TuningSnapshot]:
-        """This user's TuningSnapshots, newest first."""
-        from graphmem.tuning import TuningService
-
-        return TuningService(self.deps).snapshots(require_count("limit", limit))
-
-    def session_metrics(self, session_id: str | None = None, *, limit: int = 20) -> list[SessionMetrics]:
-        """Per-session figures (README "Session metrics"): one session, or the ``limit`` latest."""
-        from graphmem.sessions import session_metrics
-
-        return session_metrics(self.deps, session_id, limit)
-
-    # --- weak domains and domain evolution (graphmem/weakness.py, graphmem/domain_evolution.py) ----
-    def weaknesses(self, *, train: bool = True, top: int | None = None) -> WeaknessReport:
-        """Find weak domains from surprise moments and, with ``train``, store lessons for the ``top``
-        weakest as candidate learnings (WeaknessReport). See README "How it watches its own domains"."""
-        from graphmem.weakness import WeaknessTrainer
-
-        report = WeaknessTrainer(self.deps, on_changed=self.deps.changed_hook).run(train=train, top=top)
-        if report.lessons:
-            self.deps.after_write()
-        return report
-
-    def domains(self, *, record: bool = True) -> DomainReport:
-        """Per domain: learnings, follow rate, surprises, events since the last run and gaps; with
-        ``record``, store a snapshot of what changed (DomainReport)."""
-        from graphmem.domain_evolution import DomainEvolution
-
-        return DomainEvolution(self.deps).run(record=record)
-
-
-def _tuned(store: Any, user: str, settings: Settings) -> Settings:
-    from graphmem.tuning import effective_settings
-
-    return effective_settings(store, user, settings)
 
 
 def _default_llm() -> Any:

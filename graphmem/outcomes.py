@@ -41,7 +41,7 @@ same context once: it replaces it (the implicit verdict's counters and deltas ar
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -330,6 +330,24 @@ def _classify(deps: Deps, app: Application, vec: np.ndarray | None, now: datetim
         deps.store.create_pattern(pid, app.user_id, app.query[:80], _unit(vec), now)
     deps.store.link_matched(app.id, pid)
     return pid
+
+
+def checked_pattern_scores(deps: Deps, query_embedding: Any, user: str | None = None) -> dict[str, float]:
+    """:func:`pattern_scores` for a caller's input: another ``user``'s patterns need an admin
+    (PermissionDeniedError), and the embedding must be the embedder's size of finite numbers."""
+    from graphmem.errors import PermissionDeniedError
+    from graphmem.inputs import optional_text
+
+    if user is not None and user != deps.user and not deps.admin:
+        raise PermissionDeniedError("only an admin Memory may read another user's pattern scores")
+    user = optional_text("user", user, max_chars=200)
+    try:
+        vector = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(f"query_embedding must be a vector of numbers: {e}") from e
+    if vector.shape != (deps.embedder.dim,) or not np.all(np.isfinite(vector)):
+        raise InvalidInputError(f"query_embedding must be {deps.embedder.dim} finite numbers (the embedder's dim)")
+    return pattern_scores(deps, vector, user)
 
 
 def pattern_scores(deps: Deps, query_embedding: np.ndarray, user: str | None = None) -> dict[str, float]:
