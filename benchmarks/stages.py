@@ -25,7 +25,16 @@ Stages and what each must change:
 6. **domain gaps**: web_search is diagnosed ``no_insights``, run_sql ``low_effectiveness``;
 7. **domain evolution**: run_sql's follow rate moves by more than 5 points between the halves and
    an ``effectiveness_shift`` event is stored;
-8. **summaries**: the user_preferences summary is rewritten to include the new preferences.
+8. **summaries**: the user_preferences summary is rewritten to include the new preferences;
+9. **sessions**: every context is counted in its session (episodes run in sessions of 20), and
+   the last session's success rate is above the first one's;
+10. **auto-tuner**: after the first half, where the agent follows about half of its contexts (this
+    run counts that as low: ``tune_low_follow_rate=0.6`` unless ``--set`` says otherwise), a
+    tuning step recommends moves; a
+    step the guard says hurts is rolled back (the persisted values and the snapshot say so), and
+    one the guard accepts is kept and persisted. The guard is a fixed function of the settings
+    (a stricter ``min_success_rate`` costs precision), so the check does not depend on the
+    labelled set; ``graphmem tune`` uses the real one.
 
 Writes ``benchmarks/results/local/stages.json`` (``--save``: ``benchmarks/results/``).
 """
@@ -44,6 +53,7 @@ from typing import Any
 
 from graphmem import HashEmbedder, Memory, Settings
 from graphmem.llm import OfflineLLM
+from graphmem.tuning import GuardScore
 
 REPO = Path(__file__).resolve().parents[1]
 START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
@@ -73,6 +83,7 @@ class Run:
 
     stages: list[Stage] = field(default_factory=list)
     sql_success: list[bool] = field(default_factory=list)
+    contexts: int = 0
     episodes: int = 0
     seconds: float = 0.0
 
@@ -95,19 +106,24 @@ def _check(run: Run, name: str, fn: Callable[[], tuple[bool, str]]) -> None:
     run.stages.append(Stage(name, ok, detail))
 
 
+SESSION = 20  # episodes per session
+
+
 def _episode(mem: Memory, clock: Clock, i: int, *, correct: bool, run: Run) -> Any:
     """One task; returns the run_sql context (None for other tools)."""
     clock.now += timedelta(minutes=10)
+    session = f"session-{i // SESSION:03d}"
+    run.contexts += 1
     if i % 5 == 4:  # the agent also searches the web; nothing is ever learned about it
         mem.record_event("tool_call", f"web_search('orders report {i}')", tool="web_search")
         mem.record_event("tool_result", "10 results", tool="web_search", success=True)
     if i % 2 == 0:
-        ctx = mem.context(f"Email Dana about the weekly status {i}", tool="send_email")
+        ctx = mem.context(f"Email Dana about the weekly status {i}", tool="send_email", session_id=session)
         if ctx.learnings:
             mem.record_outcome(ctx.id, success=GOOD.lower() in ctx.learnings[0].learning.content.lower(),
                                used=[ctx.learnings[0].learning.id])
         return None
-    ctx = mem.context(f"Query the orders table for the report {i}", tool="run_sql")
+    ctx = mem.context(f"Query the orders table for the report {i}", tool="run_sql", session_id=session)
     top = ctx.learnings[0].learning if ctx.learnings else None
     ok = top is not None and RIGHT_MARK in top.content.lower()
     if top is not None:
@@ -124,7 +140,7 @@ def simulate(episodes: int = 120, cycle: int = 10, overrides: dict[str, Any] | N
     t0 = time.perf_counter()
     clock = Clock()
     run = Run(episodes=episodes)
-    settings = Settings(**(overrides or {}))
+    settings = Settings(**{"tune_low_follow_rate": 0.6, **(overrides or {})})
     mem = Memory(None, user="owner", embedder=HashEmbedder(), llm=OfflineLLM(), settings=settings, clock=clock)
     try:
         mem.add_learning(GOOD, tool="send_email", entities=["Dana"], source_type="user_feedback", confidence=0.7)
@@ -149,6 +165,7 @@ def simulate(episodes: int = 120, cycle: int = 10, overrides: dict[str, Any] | N
             and not again.created,
             f"weak: {[d.domain for d in weak_report.weak]}; lessons: {[(l.domain, l.status) for l in lessons_a]}; "
             f"second run created {len(again.created)}"))
+        _check_tuner(run, mem)
         gaps = {(g.domain, g.kind) for g in domains_a.gaps}
         _check(run, "domain gaps", lambda: (
             {("tool:web_search", "no_insights"), ("tool:run_sql", "low_effectiveness")} <= gaps, f"gaps: {sorted(gaps)}"))
@@ -195,13 +212,45 @@ def simulate(episodes: int = 120, cycle: int = 10, overrides: dict[str, Any] | N
         _check(run, "summaries", lambda: (
             prefs_after.text != prefs_before.text and not missing and prefs_after.refreshed_at != prefs_before.refreshed_at,
             f"user_preferences rewritten: {prefs_after.text != prefs_before.text}; missing {missing}"))
+        sessions = sorted(mem.session_metrics(limit=1000), key=lambda m: m.session_id)
+        counted = sum(m.contexts for m in sessions)
+        first_rate, last_rate = (sessions[0].success_rate, sessions[-1].success_rate) if sessions else (None, None)
+        _check(run, "sessions", lambda: (
+            counted == run.contexts and len(sessions) == -(-episodes // SESSION)
+            and first_rate is not None and last_rate is not None and last_rate > first_rate,
+            f"{len(sessions)} sessions, {counted}/{run.contexts} contexts counted; success rate first "
+            f"{first_rate} -> last {last_rate}"))
     finally:
         mem.close()
     order = ["observe", "retrieve", "outcome", "lifecycle", "weakness trainer", "domain gaps", "domain evolution",
-             "summaries"]
+             "summaries", "sessions", "auto-tuner"]
     run.stages.sort(key=lambda s: order.index(s.name))
     run.seconds = round(time.perf_counter() - t0, 2)
     return run
+
+
+def _check_tuner(run: Run, mem: Memory) -> None:
+    """Stage 10: a harmful tuning step is undone, an accepted one is kept (module docstring)."""
+    start = mem.settings.min_success_rate
+
+    def guard(settings: Settings) -> GuardScore:  # a stricter success filter costs precision
+        return GuardScore(p5=0.6 if settings.min_success_rate <= start else 0.3, noise=0)
+
+    def check() -> tuple[bool, str]:
+        hurt = mem.tune(evaluator=guard)
+        persisted = (mem.store.tuned_settings(mem.user) or {}).get("min_success_rate", start)
+        moves = [r.name for r in hurt.recommendations]
+        kept = mem.tune(evaluator=lambda settings: GuardScore(p5=0.6, noise=0))
+        after = mem.store.tuned_settings(mem.user) or {}
+        snaps = mem.tuning_snapshots()
+        ok = (hurt.health.follow_rate is not None and "min_success_rate" in moves and hurt.status == "rolled_back"
+              and persisted == start and kept.status == "kept" and bool(kept.recommendations)
+              and all(after.get(r.name) == r.new for r in kept.recommendations) and len(snaps) == 2)
+        return ok, (f"follow rate {hurt.health.follow_rate}; harmful step {hurt.status} ({moves}), min_success_rate "
+                    f"persisted {persisted}; accepted step {kept.status} "
+                    f"({[(r.name, r.old, r.new) for r in kept.recommendations]}); snapshots {len(snaps)}")
+
+    _check(run, "auto-tuner", check)
 
 
 def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
