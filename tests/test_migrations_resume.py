@@ -173,3 +173,22 @@ def test_new_file_is_built_aside_and_stale_leftovers_are_removed(tmp_path: Path)
     assert not stale.exists()
     assert live.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, live.name])
+
+
+def test_later_new_files_are_written_from_the_first_and_stay_independent(tmp_path: Path) -> None:
+    first, second, third = (tmp_path / f"{n}.kuzu" for n in ("first", "second", "third"))
+    with Memory(first, user="a", embedder=HashEmbedder()) as mem:
+        mem.add_learning("Keep emails under three paragraphs", tool="send_email")
+    migrations.create_file(second, HashEmbedder().dim, HashEmbedder().name)
+    migrations.create_file(third, HashEmbedder().dim, HashEmbedder().name)
+    assert second.read_bytes() == third.read_bytes()  # one image, written twice
+    with Memory(second, user="b", embedder=HashEmbedder()) as mem:
+        assert mem.store.schema_version == migrations.latest_version()
+        assert mem.learnings() == []  # nothing of the first file
+        mem.add_learning("Book aisle seats on long flights", tool="book_flight")
+        assert [h.node.content for h in mem.search("aisle seats")][:1] == ["Book aisle seats on long flights"]
+        assert [i for i, _ in mem.store.fulltext_learnings("aisle", 5)] == [mem.learnings()[0].id]  # Kùzu's FTS index
+    with Memory(first, user="a", embedder=HashEmbedder()) as mem:
+        assert [l.content for l in mem.learnings()] == ["Keep emails under three paragraphs"]
+    with pytest.raises(Exception, match="embedder"):
+        Memory(third, embedder=HashEmbedder(dim=32))  # the image is per embedder
