@@ -88,6 +88,9 @@ def sessions_cmd(
     if json_out:
         print_json(rows)
         return
+    if not rows:
+        console.print("No sessions yet: pass session_id to context, record_event, observe_message and trace.")
+        return
     print_rows([session_row(m) for m in rows], title="sessions")
 
 
