@@ -148,7 +148,7 @@ class AnchorIndex:
             b for b in (self.cooc.get(user), self.cooc.get(SHARED)) if b
         ]
         best: dict[Anchor, tuple[int, Anchor]] = {}
-        for a in given:
+        for a in sorted(given):  # ties keep the first anchor in a fixed order, not the set's hash order
             summed: dict[Anchor, int] = {}
             for bucket in buckets:
                 for nb, w in bucket.get(a, {}).items():
