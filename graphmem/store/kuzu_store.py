@@ -384,13 +384,18 @@ class KuzuBase:
                 with self._deferred_cond:  # failing: wait for the next flush or a new write
                     self._deferred_cond.wait(timeout=1.0)
 
+    def _side_batches_allowed(self) -> bool:
+        """Whether deferred writes may be written beside readers: on a writable file (an
+        in-memory database drains them under the exclusive lock)."""
+        return self.path is not None and not self.read_only
+
     def _drain_beside_readers(self) -> bool:
         """Write a batch of deferred writes in one transaction while readers go on; False when
         it could not (nothing written: the caller drains under the exclusive lock instead).
 
         A deferred write that wants an after-commit step (a mirror change) needs the exclusive
         lock, so such a batch is rolled back and left to the caller."""
-        if self.path is None or self.read_only:
+        if not self._side_batches_allowed():
             return False
         with self._lock.shared(), self._side_lock:
             with self._deferred_cond:

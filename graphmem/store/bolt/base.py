@@ -398,41 +398,10 @@ class BoltBase(KuzuBase):
             self.ensure_fresh()
         return super().read(cypher, params)
 
-    def _drain_beside_readers(self) -> bool:
-        """KuzuBase's side batch (deferred writes in one transaction while readers go on), without
-        its file checks: the server isolates the writer's transaction from the readers' sessions."""
-        if self.read_only:
-            return False
-        with self._lock.shared(), self._side_lock:
-            with self._deferred_cond:
-                batch = list(self._deferred)[: self.deferred_batch]
-            if self._closed or not batch:
-                return True
-            conn = self._main
-            self._after_commit = []
-            self._side_thread = threading.get_ident()
-            ok = False
-            try:
-                conn.execute("BEGIN TRANSACTION")
-                for fn in batch:
-                    fn()
-                if not self._after_commit:
-                    conn.execute("COMMIT")
-                    ok = True
-            except Exception:
-                ok = False
-            finally:
-                if not ok:
-                    conn.execute("ROLLBACK")
-                self._side_thread = None
-                self._after_commit = []
-            if not ok:
-                return False
-            self.generation += 1
-            with self._deferred_cond:
-                for _ in batch:
-                    self._deferred.popleft()
-            return True
+    def _side_batches_allowed(self) -> bool:
+        """KuzuBase's side batches (deferred writes in one transaction while readers go on) need no
+        file here: the server isolates the writer's transaction from the readers' sessions."""
+        return not self.read_only
 
     def _fulltext_guard(self, cypher: str, *, always: bool = False) -> Any:
         from contextlib import nullcontext
