@@ -148,7 +148,7 @@ class Memory:
         store = open_store(
             path, dim=embedder.dim, embedder_name=embedder.name, read_only=read_only,
             vector_storage=settings.vector_storage, vector_int8_min_rows=settings.vector_int8_min_rows,
-            bolt_auth=bolt_auth,
+            bolt_auth=bolt_auth, buffer_pool_mb=settings.kuzu_buffer_pool_mb,
         )
         self._wire(Deps(store=store, embedder=embedder, llm=llm if llm is not None else _default_llm(),
                         settings=settings, clock=clock or utcnow, user=user, admin=bool(admin)))

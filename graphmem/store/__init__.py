@@ -85,8 +85,9 @@ class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, Searc
         read_only: bool = False,
         vector_storage: str = "auto",
         vector_int8_min_rows: int = 50_000,
+        buffer_pool_mb: int = 0,
     ) -> None:
-        super().__init__(path, dim=dim, embedder_name=embedder_name, read_only=read_only)
+        super().__init__(path, dim=dim, embedder_name=embedder_name, read_only=read_only, buffer_pool_mb=buffer_pool_mb)
         self.learning_catalog.vectors.configure(vector_storage, vector_int8_min_rows)  # before the load
         self.reload_catalogs()
 
@@ -137,6 +138,7 @@ def open_store(
     vector_storage: str = "auto",
     vector_int8_min_rows: int = 50_000,
     bolt_auth: tuple[str, str] | None = None,
+    buffer_pool_mb: int = 0,
 ) -> KuzuGraphStore:
     """Open a store, sharing one instance per file within this process.
 
@@ -145,7 +147,8 @@ def open_store(
 
     Two ``kuzu.Database`` objects on one file in one process do not see each other's writes, so
     every Memory on the same file (e.g. one per user) shares a single store, reference-counted;
-    release it with :func:`release_store`. The vector storage rule is the first opener's.
+    release it with :func:`release_store`. The vector storage rule and Kùzu's buffer pool size
+    (``buffer_pool_mb``, 0: Kùzu's default) are the first opener's.
     """
     vectors: dict[str, Any] = {"vector_storage": vector_storage, "vector_int8_min_rows": vector_int8_min_rows}
     if isinstance(path, str) and "://" in path:
@@ -155,7 +158,8 @@ def open_store(
             return open_bolt_store(path, dim=dim, embedder_name=embedder_name, read_only=read_only,  # type: ignore[no-any-return]
                                    auth=bolt_auth, **vectors)
     if path is None:
-        return KuzuGraphStore(None, dim=dim, embedder_name=embedder_name, read_only=read_only, **vectors)
+        return KuzuGraphStore(None, dim=dim, embedder_name=embedder_name, read_only=read_only,
+                              buffer_pool_mb=buffer_pool_mb, **vectors)
     key = str(os.path.abspath(os.fspath(path)))
     with _OPEN_LOCK:
         entry = _OPEN.get(key)
@@ -177,7 +181,8 @@ def open_store(
                 )
             _OPEN[key] = (store, count + 1)
             return store
-        store = KuzuGraphStore(key, dim=dim, embedder_name=embedder_name, read_only=read_only, **vectors)
+        store = KuzuGraphStore(key, dim=dim, embedder_name=embedder_name, read_only=read_only,
+                               buffer_pool_mb=buffer_pool_mb, **vectors)
         _OPEN[key] = (store, 1)
         return store
 

@@ -18,6 +18,8 @@ open and updated after every commit, like the embedding matrix.
 
 from __future__ import annotations
 
+import itertools
+from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
@@ -117,12 +119,31 @@ class AnchorIndex:
 
     def load(self, of_row: list[tuple[Anchor, ...]], owners: list[str] | None = None) -> None:
         """Rebuild from every row's anchors and co-occurrence bucket (on open)."""
-        self.rows, self.of_row, self.owner, self.cooc, self._arrays = {}, [], [], {}, {}
-        for row, anchors in enumerate(of_row):
-            owner = owners[row] if owners is not None else SHARED
-            self.of_row.append(())
-            self.owner.append(owner)
-            self.set_row(row, anchors, owner)
+        self.of_row = list(of_row)
+        self.owner = list(owners) if owners is not None else [SHARED] * len(self.of_row)
+        self.cooc, self._arrays = {}, {}
+        rows: dict[Anchor, set[int]] = {}
+        pairs: dict[str, Counter[tuple[Anchor, Anchor]]] = {}
+        for row, (anchors, owner) in enumerate(zip(self.of_row, self.owner)):
+            for a in anchors:
+                members = rows.get(a)
+                if members is None:
+                    rows[a] = members = set()
+                members.add(row)
+            related = [a for a in anchors if a[0] in _RELATED_KINDS]
+            if len(related) >= 2:  # both directions of every pair, as _count adds them
+                counts = pairs.get(owner)
+                if counts is None:
+                    pairs[owner] = counts = Counter()
+                counts.update(itertools.permutations(related, 2))
+        self.rows = rows
+        for owner, counts in pairs.items():
+            bucket: dict[Anchor, dict[Anchor, int]] = {}
+            for (x, y), value in counts.items():
+                if value > 0:
+                    bucket.setdefault(x, {})[y] = value
+            if bucket:
+                self.cooc[owner] = bucket
 
     def rows_of(self, anchor: Anchor) -> np.ndarray:
         """The catalog rows linked to ``anchor`` (a cached int64 array; empty when unknown)."""

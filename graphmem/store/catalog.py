@@ -264,6 +264,20 @@ class LearningCatalog:
     ) -> None:
         """Rebuild from scratch out of column arrays (used on open; no per-row models)."""
         self.vectors.bulk_load(ids, vectors)
+        self.load_rows(ids, users, tools, content_keys, columns, anchors, search_texts)
+
+    def load_rows(
+        self,
+        ids: list[str],
+        users: list[str],
+        tools: list[str | None],
+        content_keys: list[str],
+        columns: dict[str, np.ndarray],
+        anchors: list[tuple[Anchor, ...]] | None = None,
+        search_texts: list[str | None] | None = None,
+    ) -> None:
+        """:meth:`load_columns` for a catalog whose vectors were loaded already (in chunks:
+        ``vectors.start_load`` / ``append_loaded`` / ``finish_load``, aligned with ``ids``)."""
         shared = np.asarray(columns["shared"], dtype=np.float64) > 0
         self.lexical.load(search_texts if search_texts is not None else [None] * len(ids), users, shared.tolist())
         owners = [owner_bucket(u, bool(shared[i])) for i, u in enumerate(users)]

@@ -9,7 +9,6 @@ import numpy as np
 
 from graphmem.errors import NotFoundError
 from graphmem.models import Event, Objective, utcnow
-from graphmem.store import health
 from graphmem.store.kuzu_store import KuzuBase, dumps, from_db_time, loads, to_db_time
 from graphmem.store.text import search_text
 
@@ -136,24 +135,10 @@ class EventStore(KuzuBase):
         return int(self.read("MATCH (e:Event) RETURN count(e) AS n")[0]["n"])
 
     def load_event_catalog(self) -> None:
-        """Rebuild the in-memory event catalog from the database."""
-        result = self.execute_read(
-            "MATCH (e:Event) RETURN e.id AS id, e.user_id AS user_id, e.embedding AS embedding, e.search_text AS search_text"
-        )
-        if isinstance(result, list):
-            result = result[-1]
-        table = health.split_rows(self, "Event", result.get_as_arrow(chunk_size=1_000_000))  # bad rows left out
-        n = table.num_rows
-        if n == 0:
-            self.event_catalog.load([], [], np.zeros((0, self.dim), np.float32))
-            return
-        emb = table.column("embedding").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        self.event_catalog.load(
-            table.column("id").to_pylist(),
-            table.column("user_id").to_pylist(),
-            np.asarray(emb, dtype=np.float32).reshape(n, self.dim),
-            table.column("search_text").to_pylist(),
-        )
+        """Rebuild the in-memory event catalog from the database (in chunks)."""
+        from graphmem.store.catalog_load import load_event_catalog
+
+        load_event_catalog(self)
 
     # --- objectives ---------------------------------------------------------------------
     def insert_objective(self, objective: Objective) -> None:

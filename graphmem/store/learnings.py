@@ -14,9 +14,6 @@ from pydantic import ValidationError
 
 from graphmem.errors import NotFoundError, StoreError
 from graphmem.models import Learning, LearningLinks, Transition
-from graphmem.store import health
-from graphmem.store.anchors import anchors_of
-from graphmem.store.catalog import STATUS_CODE, TIER_CODE
 from graphmem.store.kuzu_store import KuzuBase, from_db_time, to_db_time
 from graphmem.store.text import content_key, search_text
 
@@ -347,62 +344,10 @@ class LearningStore(KuzuBase):
         return int(self.read("MATCH (l:Learning) RETURN count(l) AS n")[0]["n"])
 
     def load_learning_catalog(self) -> None:
-        """Rebuild the in-memory learning catalog from the database (columnar, via Arrow)."""
-        proj = _RETURN + ", l.content_key AS content_key, l.search_text AS search_text, l.embedding AS embedding"
-        result = self.execute_read(f"MATCH (l:Learning) RETURN {proj}")
-        if isinstance(result, list):
-            result = result[-1]
-        table = health.split_rows(self, "Learning", result.get_as_arrow(chunk_size=1_000_000))  # bad rows left out
-        n = table.num_rows
-        # Keep the rows (Arrow holds them compactly): get_learning builds a model from them on
-        # demand for any learning not written since, instead of a Kùzu round trip.
-        self._loaded_rows = table.drop_columns(["embedding", "content_key", "search_text"]).combine_chunks()
-        self._loaded_index = {ident: i for i, ident in enumerate(table.column("id").to_pylist())}
-        self._dirty_ids = set()
-        if n == 0:
-            self.learning_catalog.load_columns([], [], [], [], np.zeros((0, self.dim), np.float32), {c: np.zeros(0) for c in self.learning_catalog.COLUMNS})
-            return
-        emb = table.column("embedding").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        vectors = np.asarray(emb, dtype=np.float32).reshape(n, self.dim)
+        """Rebuild the in-memory learning catalog from the database (columnar, in chunks)."""
+        from graphmem.store.catalog_load import load_learning_catalog
 
-        def pylist(name: str) -> list[Any]:
-            return list(table.column(name).to_pylist())
-
-        def num(name: str, default: float = 0.0) -> np.ndarray:
-            arr = table.column(name).to_numpy(zero_copy_only=False)
-            return np.nan_to_num(np.asarray(arr, dtype=np.float64), nan=default)
-
-        def seconds(name: str) -> np.ndarray:
-            arr = table.column(name).cast("timestamp[us]").to_numpy(zero_copy_only=False)
-            return arr.astype("datetime64[us]").astype(np.int64) / 1e6
-
-        created = seconds("created_at")
-        ttl = np.asarray([t if t is not None else np.nan for t in pylist("ttl_days")], dtype=np.float64)
-        expires = np.where(np.isnan(ttl) | (ttl <= 0), np.inf, created + np.nan_to_num(ttl) * 86400.0)
-        columns = {
-            "status": np.asarray([STATUS_CODE[s] for s in pylist("status")], dtype=np.float64),
-            "tier": np.asarray([TIER_CODE[t] for t in pylist("tier")], dtype=np.float64),
-            "superseded": np.asarray([1.0 if s else 0.0 for s in pylist("superseded_by")]),
-            "shared": np.asarray([1.0 if s else 0.0 for s in pylist("shared")]),
-            "helpful": num("helpful"),
-            "harmful": num("harmful"),
-            "validations": num("validations"),
-            "confidence": num("confidence", 0.5),
-            "score": num("score", 0.5),
-            "canary_allocation": num("canary_allocation", 1.0),
-            "created_at": created,
-            "updated_at": seconds("updated_at"),
-            "expires_at": expires,
-        }
-        tools = pylist("tool")
-        anchors = [
-            anchors_of(tool, entities or (), topics or (), otype)
-            for tool, entities, topics, otype in zip(tools, pylist("entities"), pylist("topics"), pylist("objective_type"))
-        ]
-        self.learning_catalog.load_columns(
-            pylist("id"), pylist("user_id"), tools, pylist("content_key"), vectors, columns, anchors,
-            pylist("search_text"),
-        )
+        self._loaded_rows = load_learning_catalog(self, _RETURN)  # rows get_learning reads (Arrow)
 
     def log_transition(self, transition: Transition) -> None:
         """Persist one lifecycle change as a Transition node linked from its learning."""

@@ -182,6 +182,41 @@ class ScanMatrix:
         self._m = normalise(m, in_place=True)
         self._scale = np.ones(n, dtype=np.float32)
 
+    def start_load(self, expected_rows: int) -> None:
+        """Begin a chunked load (on open): forget every row and make room for ``expected_rows``.
+
+        The storage (float32 or int8) is chosen by ``expected_rows``, so int8 rows are quantised
+        chunk by chunk in :meth:`append_loaded` and no float32 copy of the whole matrix exists.
+        Untouched capacity costs no resident memory (zeroed pages are mapped on first write)."""
+        self.ids, self.rows = [], {}
+        cap = max(16, int(expected_rows))
+        dtype = np.int8 if self._want_int8(int(expected_rows)) else np.float32
+        self._m = np.zeros((cap, self.dim), dtype=dtype)
+        self._scale = np.ones(cap, dtype=np.float32)
+
+    def append_loaded(self, ids: list[str], vectors: np.ndarray) -> None:
+        """Append rows read by a chunked load (after :meth:`start_load`), unit-normalised (and
+        quantised when the rows are int8) as :meth:`bulk_load` stores them."""
+        n0, n1 = len(self.ids), len(self.ids) + len(ids)
+        if n1 == n0:
+            return
+        self._grow(n1)
+        for start in range(0, n1 - n0, _CHUNK):
+            stop = min(n1 - n0, start + _CHUNK)
+            part = vectors[start:stop]
+            if self.quantised:
+                self._m[n0 + start : n0 + stop], self._scale[n0 + start : n0 + stop] = quantise(unit_rows(part))
+            else:
+                from graphmem.store.catalog import normalise
+
+                self._m[n0 + start : n0 + stop] = normalise(part)
+        self.ids.extend(ids)
+
+    def finish_load(self) -> None:
+        """End a chunked load: index the ids (and quantise now if the final size asks for int8)."""
+        self.rows = dict(zip(self.ids, range(len(self.ids))))
+        self._maybe_quantise()
+
     def remove(self, ident: str) -> tuple[int, int] | None:
         """Swap-remove ``ident``; returns (removed_row, moved_from_row) or None if absent."""
         row = self.rows.pop(ident, None)
