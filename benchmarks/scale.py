@@ -8,7 +8,9 @@ five users, a few canary/candidate/disabled/archived ones), embeds them with the
 (cached in benchmarks/results/emb_<embedder>_<n>_<seed>.npy, so reruns skip the minutes of
 embedding), bulk-loads a fresh Kùzu file, and measures:
 
-- open: opening the file and rebuilding the catalog (matrix + columns);
+- open: opening the file and rebuilding the catalog (matrix + columns), wall and CPU time, the
+  resident memory after it and the process's peak so far (``peak_rss_at_open_mb``: the open's
+  transient, before the model is loaded);
 - context(): p50/p95/mean over ``--queries`` queries (query embedding included, Application
   recorded), throughput, and the p50 of each stage;
 - embed: the p50 of embedding the same query texts alone, and context p50 / embed p50;
@@ -294,7 +296,7 @@ ANN_CHECK_MAX = 20_000  # --ann-check builds HNSW only up to this size (100k too
 
 def measure(
     size: int, n_queries: int, embedder: Any, tag: str, seed: int, workdir: Path, limit: int = 0,
-    *, with_baseline: bool = True, ann: bool = False,
+    *, with_baseline: bool = True, ann: bool = False, buffer_pool_mb: int | None = None,
 ) -> dict[str, Any]:
     """Build a file of ``size`` learnings and measure it."""
     from graphmem import Memory, Settings
@@ -307,10 +309,12 @@ def measure(
     build_s = build_apart(path, size, seed, tag, limit)
     file_bytes = sum(p.stat().st_size for p in (path, Path(str(path) + ".wal")) if p.exists())
     print(f"[{size}] built in {build_s:.1f} s; opening", flush=True)
-    t = time.perf_counter()
-    mem = Memory(path, user="alice", embedder=embedder, settings=Settings())
-    open_s = time.perf_counter() - t
+    settings = Settings() if buffer_pool_mb is None else Settings(kuzu_buffer_pool_mb=buffer_pool_mb)
+    t, cpu = time.perf_counter(), time.process_time()
+    mem = Memory(path, user="alice", embedder=embedder, settings=settings)
+    open_s, open_cpu_s = time.perf_counter() - t, time.process_time() - cpu
     rss_open = rss_mb()
+    peak_open = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # this process's peak so far
     vector_info: dict[str, Any] = {}
     baseline: dict[str, Any] = {}
     try:
@@ -318,13 +322,15 @@ def measure(
         for q in qs[:20]:  # warm-up: model, Kùzu caches, name index
             mem.context(q["query"], tool=q["tool"], entities=q["entities"])
         totals: list[float] = []
+        cpu_ms: list[float] = []  # CPU time of the whole process per call (the writer thread included)
         stages: dict[str, list[float]] = {}
         shown = 0
         t_all = time.perf_counter()
         for q in qs[20:]:
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             ctx = mem.context(q["query"], tool=q["tool"], entities=q["entities"])
             totals.append((time.perf_counter() - t) * 1e3)
+            cpu_ms.append((time.process_time() - cpu) * 1e3)
             shown += len(ctx.learnings)
             for k, v in ctx.timings_ms.items():
                 stages.setdefault(k, []).append(v)
@@ -365,6 +371,10 @@ def measure(
     ctx_p50, emb_p50 = pct(totals, 50), pct(embed_alone, 50)
     extra: dict[str, Any] = {
         "rss_after_open_mb": round(rss_open, 1),
+        "peak_rss_at_open_mb": round(peak_open, 1),
+        "open_cpu_s": round(open_cpu_s, 3),
+        "context_cpu_p50_ms": round(pct(cpu_ms, 50), 2),
+        "kuzu_buffer_pool_mb": settings.kuzu_buffer_pool_mb,
         "rss_after_queries_mb": round(rss_after, 1),
         "record_event_p50_ms": round(pct(events_ms, 50), 2),
         "file_mb_per_100_learnings": round(file_bytes / 1e6 / max(1, size) * 100, 3),
@@ -481,17 +491,20 @@ def baseline_run(mem: Any, qs: list[dict[str, Any]], vector_info: dict[str, Any]
     mirror_mb = round(mem.store.learning_catalog.vectors.nbytes / 1e6, 1)
     try:
         totals: list[float] = []
+        cpu_ms: list[float] = []
         stages: list[float] = []
         for q in qs:
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             ctx = mem.context(q["query"], tool=q["tool"], entities=q["entities"])
             totals.append((time.perf_counter() - t) * 1e3)
+            cpu_ms.append((time.process_time() - cpu) * 1e3)
             stages.append(ctx.timings_ms.get("vector", float("nan")))
     finally:
         mem.store.configure_vectors(settings.vector_storage, settings.vector_int8_min_rows)
     return {
         "context_p50_ms": round(pct(totals, 50), 2),
         "context_p95_ms": round(pct(totals, 95), 2),
+        "context_cpu_p50_ms": round(pct(cpu_ms, 50), 2),
         "vector_stage_p50_ms": round(pct(stages, 50), 2),
         "mirror_mb": mirror_mb,
     }
@@ -536,6 +549,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--save", action="store_true", help="write the tracked benchmarks/results/scale.json")
     ap.add_argument("--no-baseline", action="store_true", help="skip the float32 (exact scan) baseline run")
     ap.add_argument("--ann-check", action="store_true", help="also build a usearch HNSW index and measure it")
+    ap.add_argument("--buffer-pool-mb", type=int, default=None,
+                    help="Settings.kuzu_buffer_pool_mb for the measured Memory (default: the Settings default)")
     args = ap.parse_args(argv)
     embedder = make_embedder(args.embedder)
     if args.embed_only:
@@ -546,7 +561,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     try:
         for size in args.sizes:
             results.append(measure(size, args.queries, embedder, args.embedder, args.seed, workdir, args.corpus_embed_limit,
-                                   with_baseline=not args.no_baseline, ann=args.ann_check))
+                                   with_baseline=not args.no_baseline, ann=args.ann_check,
+                                   buffer_pool_mb=args.buffer_pool_mb))
             print(json.dumps(results[-1]), flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

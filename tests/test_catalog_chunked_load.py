@@ -234,3 +234,24 @@ def test_anchor_load_matches_row_by_row_writes() -> None:
     assert loaded.rows == {a: r for a, r in written.rows.items() if r}
     assert loaded.cooc == written.cooc
     assert loaded.neighbours([("entity", "Dana")], 5, "alice") == written.neighbours([("entity", "Dana")], 5, "alice")
+
+
+def test_lexical_load_in_blocks_matches_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphmem.store import lexical
+
+    rng = np.random.default_rng(5)
+    vocab = ["email", "dana", "pricing", "tone", "acme", "invoice", "deadline", "report", "bob"]
+    texts = [" ".join(rng.choice(vocab, size=int(rng.integers(0, 8)))) for _ in range(200)]
+    users = [["alice", "bob", "carol"][i % 3] for i in range(200)]
+    shared = [i % 10 == 0 for i in range(200)]
+    one = lexical.LexicalIndex()
+    one.load(texts, users, shared)
+    monkeypatch.setattr(lexical, "_LOAD_BLOCK", 7)
+    blocks = lexical.LexicalIndex()
+    blocks.load(texts, users, shared)
+    assert one._base_id == blocks._base_id and one._df == blocks._df and one._n == blocks._n
+    np.testing.assert_array_equal(one._base_rows, blocks._base_rows)
+    np.testing.assert_array_equal(one._dl, blocks._dl)
+    for q in ("email dana", "pricing report tone", "bob"):
+        for u in ("alice", "bob"):
+            assert one.search(q, u, 10) == blocks.search(q, u, 10)

@@ -92,7 +92,7 @@ def load_learning_catalog(store: Any, projection: str) -> Any:
     proj = projection + ", l.content_key AS content_key, l.search_text AS search_text, l.embedding AS embedding"
     catalog.vectors.start_load(_count(store, "Learning", "l"))
     interned: dict[Any, Any] = {}
-    anchor_memo: dict[Anchor, Anchor] = {}
+    anchor_memo: dict[Any, Any] = {}  # anchor -> itself, and a row's links -> its anchor tuple
     ids: list[str] = []
     users: list[str] = []
     tools: list[str | None] = []
@@ -121,8 +121,12 @@ def load_learning_catalog(store: Any, projection: str) -> Any:
             chunk_tools, chunk.column("entities").to_pylist(), chunk.column("topics").to_pylist(),
             _strings(chunk.column("objective_type"), interned),
         ):
-            row = anchors_of(tool, ents or (), tops or (), otype)
-            anchors.append(tuple(anchor_memo.setdefault(a, a) for a in row))
+            key = (tool, tuple(ents or ()), tuple(tops or ()), otype)
+            row = anchor_memo.get(key)
+            if row is None:  # rows with the same links share one tuple of shared anchors
+                row = tuple(anchor_memo.setdefault(a, a) for a in anchors_of(tool, key[1], key[2], otype))
+                anchor_memo[key] = row
+            anchors.append(row)
         created = _seconds(chunk, "created_at")
         ttl = _numbers(chunk, "ttl_days", np.nan)
         values = {

@@ -34,6 +34,7 @@ import numpy as np
 from graphmem.store.text import search_text
 
 SHARED = 0  # bucket code of shared documents; users get codes from 1
+_LOAD_BLOCK = 65_536  # documents tokenised together by LexicalIndex.load
 
 
 class _Postings:
@@ -247,14 +248,21 @@ class LexicalIndex:
             return
         docs = [t if isinstance(t, str) else " ".join(_terms(t)) for t in texts]
         self._docs = dict(enumerate(docs))
-        words = " ".join(docs).split()
         lengths = np.fromiter((d.count(" ") + 1 if d else 0 for d in docs), dtype=np.int64, count=n)
-        if int(lengths.sum()) != len(words):  # irregular spacing: count the slow way
-            lengths = np.fromiter((len(d.split()) for d in docs), dtype=np.int64, count=n)
-        # term ids in C: a word's id is the position of its first occurrence, made dense by unique
+        # term ids in C: a word's id is the position of its first occurrence, made dense by unique;
+        # the documents are split a block at a time (one list of every word of 1M documents
+        # would be ~20M Python strings at once)
         first: dict[str, int] = {}
-        raw = np.fromiter(map(first.setdefault, words, itertools.count()), dtype=np.int64, count=len(words))
+        position = itertools.count()
+        blocks = []
+        for start in range(0, n, _LOAD_BLOCK):
+            words = " ".join(docs[start : start + _LOAD_BLOCK]).split()
+            blocks.append(np.fromiter(map(first.setdefault, words, position), dtype=np.int64, count=len(words)))
         del words
+        raw = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
+        del blocks
+        if int(lengths.sum()) != raw.shape[0]:  # irregular spacing: count the slow way
+            lengths = np.fromiter((len(d.split()) for d in docs), dtype=np.int64, count=n)
         _, flat = np.unique(raw, return_inverse=True)
         flat = flat.reshape(-1)
         vocab = dict(zip(first, range(len(first))))  # dict order = first occurrence = dense order
