@@ -233,6 +233,11 @@ class SummaryService:
         """Inside the writer's transaction: count the change on every summary each learning feeds."""
         store, settings = self.deps.store, self.deps.settings
         due: list[str] = []
+        if change == "created" and len(learnings) > 1:  # a batch of new learnings: counted at once
+            states = store.bump_summaries_created([(l.id, feeds_of(l, settings)) for l in learnings])
+            due += [s.id for s in states if s.summary.staleness >= s.summary.threshold
+                    or (s.summary.kind == USER_PREFERENCES and s.summary.refreshed_at is None)]
+            learnings = ()
         for learning in learnings:
             feeds = feeds_of(learning, settings)
             linked = [] if change == "created" else store.linked_summaries(learning.id)
