@@ -293,13 +293,14 @@ class SummaryService:
         texts = [self._compose(state, full=force or not state.summary.text) for state in states]
         vectors = self.deps.embedder.embed(texts)  # one batch: ~5x cheaper than one call per summary
         now = self.deps.now()
-        return [
-            store.save_summary_refresh(
-                st.summary.user_id, st.summary.key, text=text, embedding=vector, refreshed_at=now,
-                consumed_staleness=st.summary.staleness, consumed_ids=st.pending,
-            ).summary
-            for st, text, vector in zip(states, texts, vectors)
-        ]
+        with store.transaction():  # one commit for all of them (a commit costs more than a save)
+            return [
+                store.save_summary_refresh(
+                    st.summary.user_id, st.summary.key, text=text, embedding=vector, refreshed_at=now,
+                    consumed_staleness=st.summary.staleness, consumed_ids=st.pending,
+                ).summary
+                for st, text, vector in zip(states, texts, vectors)
+            ]
 
     def _ensure_all(self, user: str) -> None:
         """Create the user's summaries that no write has created yet (forced refreshes)."""

@@ -93,13 +93,13 @@ def test_bad_input_anywhere_in_a_large_batch_writes_nothing(mem: Memory) -> None
     nodes_before = mem.cypher("MATCH (n) RETURN count(n) AS n")[0]["n"]
     for bad in ({"content": "   "}, {"content": "x", "kind": "nonsense"}, {"content": "x", "confidence": 3}):
         with pytest.raises(InvalidInputError, match=f"item {len(good) - 1}"):
-            mem.add_learnings(good[:-1] + [bad] + good[-1:])
+            mem.add_learnings([*good[:-1], bad, *good[-1:]])
     assert mem.cypher("MATCH (n) RETURN count(n) AS n")[0]["n"] == nodes_before
     assert mem.cypher("MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"] == 0
     assert len(mem.store.learning_catalog) == 0
     events = [{"kind": "message", "content": f"Dana said hello {i}", "role": "Dana", "session_id": "s"} for i in range(3 * COPY_MIN_ROWS)]
     with pytest.raises(InvalidInputError, match="item 5"):
-        mem.record_events(events[:5] + [{"kind": "message", "content": ""}] + events[5:])
+        mem.record_events([*events[:5], {"kind": "message", "content": ""}, *events[5:]])
     assert mem.cypher("MATCH (e:Event) RETURN count(e) AS n")[0]["n"] == 0
     assert len(mem.store.event_catalog) == 0
 
