@@ -177,7 +177,7 @@ class SummaryStore(KuzuBase):
         for ident in ids:
             cached = cache.get(ident)  # rows written by this process since open: no round trip
             if cached is not None:
-                out.append(cached.model_copy())
+                out.append(cached.model_copy(update={"topics": list(cached.topics), "entities": list(cached.entities)}))
                 continue
             rows = self.read(f"MATCH (l:Learning {{id: $id}}) RETURN {_BRIEF_RETURN}", {"id": ident})
             if rows:
