@@ -1,6 +1,10 @@
-"""Ingest and open speed: learnings/s for add_learning and add_learnings, time to open 100k.
+"""Ingest and open speed: batched and single writes of learnings and events, file sizes, open time.
 
-    python -m benchmarks.ingest [--n 300] [--batch 100] [--open-size 100000] [--embedder minilm|hash]
+    python -m benchmarks.ingest [--n 300] [--batch 100] [--at 0] [--open-size 100000] [--embedder minilm|hash|both]
+
+Batched writes are reported beside the embedder's own batch throughput measured in the same run
+(the writes embed the same number of texts), with the CPU time per item, so a busy machine does
+not hide where the time goes. ``--at N`` bulk-imports N learnings first (writes at scale).
 
 Writes benchmarks/results/ingest.json. Data are generated deterministically.
 """
@@ -51,22 +55,85 @@ def _embedder(name: str) -> Embedder:
     return HashEmbedder() if name == "hash" else SentenceTransformerEmbedder()
 
 
-def measure_add(embedder: Embedder, n: int, batch: int) -> dict[str, float]:
-    """learnings/s for n single add_learning calls and for add_learnings in batches."""
-    items = [synthetic_item(i) for i in range(2 * n)]
+def _events(start: int, n: int) -> list[dict[str, Any]]:
+    """n generated events (messages and tool results) as record_event arguments."""
+    out: list[dict[str, Any]] = []
+    for i in range(start, start + n):
+        who = PEOPLE[i % len(PEOPLE)]
+        if i % 3 == 0:
+            tool = TOOLS[i % len(TOOLS)]
+            out.append({"kind": "tool_result", "content": f"{tool} finished for {who} (run {i})", "tool": tool,
+                        "success": i % 5 != 0, "session_id": f"s{i // 50}"})
+        else:
+            out.append({"kind": "message", "content": f"{who} asked about {OBJECTS[i % len(OBJECTS)]} (message {i})",
+                        "role": who, "session_id": f"s{i // 50}"})
+    return out
+
+
+def _timed(fn: Any) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _prefill(mem: Memory, size: int, dim: int) -> None:
+    """``size`` generated learnings through the bulk import (random vectors)."""
+    if size <= 0:
+        return
+    learnings = []
+    for i in range(size):
+        item = synthetic_item(10_000_000 + i)
+        learnings.append(Learning(user_id="bench", content=item["content"], tool=item["tool"],
+                                  entities=item["entities"], topics=item["topics"]))
+    mem.store.bulk_insert_learnings(learnings, np.random.default_rng(7).standard_normal((size, dim)).astype(np.float32))
+
+
+def measure_add(embedder: Embedder, n: int, batch: int, base: int = 0, singles: int = 100) -> dict[str, float]:
+    """Batched and single writes of learnings and events on a file already holding ``base``
+    learnings, beside the embedder's own batch throughput measured in the same run."""
+    items = [synthetic_item(i) for i in range(n + singles)]
+    texts = [it["content"] for it in items[:n]]
     embedder.embed(["warm up"])
+    emb_wall, emb_cpu = _timed(lambda: [embedder.embed(texts[k : k + batch]) for k in range(0, n, batch)])
+    out: dict[str, float] = {"base_learnings": base, "embed_per_s": n / emb_wall, "embed_cpu_ms": 1000 * emb_cpu / n}
+    with tempfile.TemporaryDirectory() as tmp, \
+        Memory(Path(tmp) / "m.kuzu", user="bench", embedder=embedder, llm=OfflineLLM()) as mem:
+        _prefill(mem, base, embedder.dim)  # type: ignore[attr-defined]
+        wall, cpu = _timed(lambda: [mem.add_learnings(items[k : k + batch]) for k in range(0, n, batch)])
+        out.update(add_learnings_per_s=n / wall, add_learnings_cpu_ms=1000 * cpu / n)
+        lat = []
+        for item in items[n:]:
+            start = time.perf_counter()
+            mem.add_learning(**item)
+            lat.append(time.perf_counter() - start)
+        out.update(add_learning_per_s=len(lat) / sum(lat), add_learning_p50_ms=1000 * float(np.median(lat)))
+        events = _events(0, n + singles)
+        wall, cpu = _timed(lambda: [mem.record_events(events[k : k + batch]) for k in range(0, n, batch)])
+        out.update(record_events_per_s=n / wall, record_events_cpu_ms=1000 * cpu / n)
+        lat = []
+        for event in events[n:]:
+            start = time.perf_counter()
+            mem.record_event(**event)
+            lat.append(time.perf_counter() - start)
+        out["record_event_p50_ms"] = 1000 * float(np.median(lat))
+    for kind in ("add_learnings", "record_events"):
+        out[f"{kind}_vs_embedder"] = out[f"{kind}_per_s"] / out["embed_per_s"]
+    return out
+
+
+def measure_sizes(counts: tuple[int, ...] = (1, 100, 1000), batch: int = 100) -> dict[str, int]:
+    """Bytes of a closed database file holding each count of learnings (hash embedder)."""
+    sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        with Memory(Path(tmp) / "single.kuzu", user="bench", embedder=embedder, llm=OfflineLLM()) as mem:
-            start = time.perf_counter()
-            for item in items[:n]:
-                mem.add_learning(**item)
-            single = n / (time.perf_counter() - start)
-        with Memory(Path(tmp) / "batch.kuzu", user="bench", embedder=embedder, llm=OfflineLLM()) as mem:
-            start = time.perf_counter()
-            for k in range(n, 2 * n, batch):
-                mem.add_learnings(items[k : k + batch])
-            batched = n / (time.perf_counter() - start)
-    return {"add_learning_per_s": single, "add_learnings_per_s": batched}
+        for count in counts:
+            path = Path(tmp) / f"size{count}.kuzu"
+            items = [synthetic_item(i) for i in range(count)]
+            with Memory(path, user="bench", embedder=HashEmbedder(384), llm=OfflineLLM()) as mem:
+                for k in range(0, count, batch):
+                    mem.add_learnings(items[k : k + batch])
+            sizes[str(count)] = sum(f.stat().st_size for f in Path(tmp).iterdir() if f.name.startswith(path.name))
+    return sizes
 
 
 def measure_open(size: int, dim: int = 384) -> dict[str, float]:
@@ -91,39 +158,55 @@ def measure_open(size: int, dim: int = 384) -> dict[str, float]:
         open_s = time.perf_counter() - start
         assert len(mem.store.learning_catalog) == size
         mem.close()
-    return {"open_s": open_s, "bulk_import_s": bulk_s, "bulk_import_per_s": size / bulk_s, "size": size}
+        file_bytes = sum(f.stat().st_size for f in Path(tmp).iterdir() if f.name.startswith(path.name))
+    return {"open_s": open_s, "bulk_import_s": bulk_s, "bulk_import_per_s": size / bulk_s, "size": size,
+            "file_bytes": file_bytes}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print a table, write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=300, help="learnings per ingest measurement")
+    parser.add_argument("--n", type=int, default=300, help="learnings (and events) written in batches per measurement")
     parser.add_argument("--batch", type=int, default=100)
-    parser.add_argument("--open-size", type=int, default=100_000)
+    parser.add_argument("--at", type=int, default=0, help="learnings already in the file (bulk-imported) when writing")
+    parser.add_argument("--singles", type=int, default=100, help="single add_learning / record_event calls timed")
+    parser.add_argument("--open-size", type=int, default=100_000, help="0 skips the open measurement")
     parser.add_argument("--embedder", choices=["minilm", "hash", "both"], default="both")
     parser.add_argument("--json-out", type=Path, default=RESULTS / "ingest.json")
     args = parser.parse_args(argv)
     names = ["minilm", "hash"] if args.embedder == "both" else [args.embedder]
-    result: dict[str, Any] = {"n": args.n, "batch": args.batch, "ingest": {}}
+    result: dict[str, Any] = {"n": args.n, "batch": args.batch, "at": args.at, "ingest": {}}
     for name in names:
-        result["ingest"][name] = measure_add(_embedder(name), args.n, args.batch)
-    result["open"] = measure_open(args.open_size)
-    table = Table(title="graphmem ingest and open (python -m benchmarks.ingest)")
+        result["ingest"][name] = measure_add(_embedder(name), args.n, args.batch, args.at, args.singles)
+    result["file_bytes"] = measure_sizes()
+    if args.open_size:
+        result["open"] = measure_open(args.open_size)
+    table = Table(title=f"graphmem ingest (python -m benchmarks.ingest), {args.at:,} learnings in the file")
     table.add_column("measure")
     table.add_column("value", justify="right")
-    for name, figures in result["ingest"].items():
-        table.add_row(f"add_learning, {name} embedder", f"{figures['add_learning_per_s']:.0f} learnings/s")
-        table.add_row(f"add_learnings (batches of {args.batch}), {name}", f"{figures['add_learnings_per_s']:.0f} learnings/s")
-    table.add_row(f"open a {args.open_size:,}-learning file", f"{result['open']['open_s']:.2f} s")
-    table.add_row(f"bulk import {args.open_size:,} (COPY)", f"{result['open']['bulk_import_per_s']:.0f} learnings/s")
+    for name, f in result["ingest"].items():
+        table.add_row(f"{name}: embedder alone, batches of {args.batch}", f"{f['embed_per_s']:.0f} texts/s ({f['embed_cpu_ms']:.1f} ms CPU each)")
+        for kind, unit in (("add_learnings", "learnings"), ("record_events", "events")):
+            table.add_row(f"{name}: {kind}, batches of {args.batch}",
+                          f"{f[f'{kind}_per_s']:.0f} {unit}/s = {f[f'{kind}_vs_embedder']:.2f} x embedder "
+                          f"({f[f'{kind}_cpu_ms']:.1f} ms CPU each)")
+        table.add_row(f"{name}: add_learning", f"p50 {f['add_learning_p50_ms']:.1f} ms ({f['add_learning_per_s']:.0f}/s)")
+        table.add_row(f"{name}: record_event", f"p50 {f['record_event_p50_ms']:.1f} ms")
+    for count, size in result["file_bytes"].items():
+        table.add_row(f"file with {int(count):,} learnings (closed)", f"{size / 1e6:.1f} MB")
+    if args.open_size:
+        o = result["open"]
+        table.add_row(f"open a {args.open_size:,}-learning file", f"{o['open_s']:.2f} s")
+        table.add_row(f"bulk import {args.open_size:,} (COPY)", f"{o['bulk_import_per_s']:.0f} learnings/s")
+        table.add_row(f"file with {args.open_size:,} learnings (bulk)", f"{o['file_bytes'] / 1e6:.0f} MB")
     Console().print(table)
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(result, indent=2))
     from benchmarks.plots import named_bars
 
-    rates = {f"{kind}, {name}": figures[f"{kind}_per_s"]
-             for name, figures in result["ingest"].items() for kind in ("add_learning", "add_learnings")}
-    named_bars(rates, "graphmem ingest rate", "learnings per second", args.json_out.with_suffix(".png"))
+    rates = {f"{kind}, {name}": figures[f"{kind}_per_s"] for name, figures in result["ingest"].items()
+             for kind in ("embed", "add_learnings", "record_events")}
+    named_bars(rates, "graphmem ingest rate", "items per second", args.json_out.with_suffix(".png"))
     return result
 
 

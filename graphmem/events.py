@@ -150,5 +150,5 @@ class EventService:
             return []
         vectors = embed_with_progress(self.deps.embedder, [e.content for e in events], progress)
         found = event_mentions(self.deps.store, self.deps.settings, self.deps.user, events)
-        self.deps.store.insert_events(list(zip(events, vectors)), found)
+        self.deps.store.insert_event_batch(list(zip(events, vectors)), found)
         return events

@@ -133,29 +133,32 @@ class LearningService:
         if not prepared:
             return []
         vectors = embed_with_progress(self.deps.embedder, [_embedding_text(l) for l, _ in prepared], progress)
-        now = self.deps.now()
         fresh: dict[tuple[str, str], tuple[Learning, LearningLinks, np.ndarray]] = {}
-        out: list[Learning | tuple[str, str]] = []  # a stored learning, or the key of a fresh one
+        merges: list[tuple[int, str | tuple[str, str], Learning, LearningLinks]] = []  # (position, into, new)
+        out: list[Learning | tuple[str, str] | None] = []  # a new learning's key, or None until merged
         with self.deps.store.transaction():
             for (learning, links), vector in zip(prepared, vectors):
                 key = (learning.user_id, content_key(learning.content))
-                if key in fresh:  # a duplicate inside the batch: fold it into the pending one
-                    first, first_links, first_vector = fresh[key]
-                    fresh[key] = (merged_learning(first, learning, now), _union_links(first_links, links), first_vector)
-                    out.append(key)
-                    continue
-                existing_id = self.deps.store.learning_catalog.find_exact(*key)
-                if existing_id is not None:  # a duplicate of a stored learning: merge into it
-                    out.append(self.merge_into(self.deps.store.get_learning(existing_id), learning, links))
+                existing_id = None if key in fresh else self.deps.store.learning_catalog.find_exact(*key)
+                if key in fresh or existing_id is not None:  # a duplicate: merged into the first below
+                    merges.append((len(out), key if existing_id is None else existing_id, learning, links))
+                    out.append(key if existing_id is None else None)
                     continue
                 fresh[key] = (learning, links, np.asarray(vector, dtype=np.float32))
                 out.append(key)
-            # every new learning in one statement per node/edge type (Kùzu statements cost ~2 ms)
+            # the new learnings first (their edges in one COPY per edge table)
             self.deps.store.insert_learnings([(l, v, k) for l, k, v in fresh.values()])
             if fresh:
                 self.deps.on_learnings_changed([l for l, _, _ in fresh.values()], change="created")
+            # then, as if added one by one: each duplicate counts a validation and adds new links
+            final = {key: learning for key, (learning, _, _) in fresh.items()}
+            for position, into, learning, links in merges:
+                if isinstance(into, tuple):
+                    final[into] = self.merge_into(final[into], learning, links)
+                else:
+                    out[position] = self.merge_into(self.deps.store.get_learning(into), learning, links)
         self.deps.after_write()
-        return [fresh[item][0] if isinstance(item, tuple) else item for item in out]
+        return [final[item] if isinstance(item, tuple) else item for item in out if item is not None]
 
     def screened(self, learning: Learning) -> Learning:
         """``learning``, kept as a candidate when the injection screen doubts or refuses it."""

@@ -233,6 +233,11 @@ class SummaryService:
         """Inside the writer's transaction: count the change on every summary each learning feeds."""
         store, settings = self.deps.store, self.deps.settings
         due: list[str] = []
+        if change == "created" and len(learnings) > 1:  # a batch of new learnings: counted at once
+            states = store.bump_summaries_created([(l.id, feeds_of(l, settings)) for l in learnings])
+            due += [s.id for s in states if s.summary.staleness >= s.summary.threshold
+                    or (s.summary.kind == USER_PREFERENCES and s.summary.refreshed_at is None)]
+            learnings = ()
         for learning in learnings:
             feeds = feeds_of(learning, settings)
             linked = [] if change == "created" else store.linked_summaries(learning.id)
@@ -288,13 +293,14 @@ class SummaryService:
         texts = [self._compose(state, full=force or not state.summary.text) for state in states]
         vectors = self.deps.embedder.embed(texts)  # one batch: ~5x cheaper than one call per summary
         now = self.deps.now()
-        return [
-            store.save_summary_refresh(
-                st.summary.user_id, st.summary.key, text=text, embedding=vector, refreshed_at=now,
-                consumed_staleness=st.summary.staleness, consumed_ids=st.pending,
-            ).summary
-            for st, text, vector in zip(states, texts, vectors)
-        ]
+        with store.transaction():  # one commit for all of them (a commit costs more than a save)
+            return [
+                store.save_summary_refresh(
+                    st.summary.user_id, st.summary.key, text=text, embedding=vector, refreshed_at=now,
+                    consumed_staleness=st.summary.staleness, consumed_ids=st.pending,
+                ).summary
+                for st, text, vector in zip(states, texts, vectors)
+            ]
 
     def _ensure_all(self, user: str) -> None:
         """Create the user's summaries that no write has created yet (forced refreshes)."""

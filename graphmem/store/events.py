@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from graphmem.errors import NotFoundError
 from graphmem.models import Event, Objective, utcnow
+from graphmem.store.copy import edge_table
 from graphmem.store.kuzu_store import KuzuBase, dumps, from_db_time, loads, to_db_time
 from graphmem.store.text import search_text
 
@@ -16,6 +18,7 @@ EVENT_PROPS: tuple[str, ...] = (
     "id", "user_id", "session_id", "kind", "role", "direction", "is_owner", "content",
     "tool_name", "success", "objective_id", "entities", "created_at",
 )
+COPY_MIN_ROWS = 8  # from this many events on, a batch's edges are written with COPY
 _EVENT_RETURN = ", ".join(f"e.{p} AS {p}" for p in EVENT_PROPS) + ", e.metadata AS metadata"
 OBJECTIVE_PROPS: tuple[str, ...] = (
     "id", "user_id", "goal", "objective_type", "status", "result", "score", "started_at", "ended_at",
@@ -82,6 +85,64 @@ class EventStore(KuzuBase):
                     {"id": event.id, "name": name, "kind": kind, "ts": params["created_at"]},
                 )
             self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, embedding, params["search_text"]))
+
+    def insert_event_batch(
+        self, items: Sequence[tuple[Event, np.ndarray]], mentions: Sequence[Sequence[tuple[str, str]]] | None = None
+    ) -> None:
+        """Write many events and their edges in one transaction, the same graph as
+        ``insert_event`` one by one: from a few events on, one CREATE per node, the Tool and
+        Entity nodes with one MERGE statement per label, and each edge table with one COPY
+        (instead of one statement per edge)."""
+        if len(items) < COPY_MIN_ROWS or not self.can_copy():  # type: ignore[attr-defined]
+            with self.transaction():
+                for i, (event, embedding) in enumerate(items):
+                    self.insert_event(event, embedding, mentions[i] if mentions is not None else ())
+            return
+        rows: list[dict[str, Any]] = []
+        tools: dict[str, Any] = {}
+        entities: dict[str, tuple[str, Any]] = {}  # name -> (kind of its first use, time)
+        used: list[tuple[str, str]] = []
+        part_of: list[tuple[str, str]] = []
+        mentioned: list[tuple[str, str]] = []
+        for i, (event, _) in enumerate(items):
+            data = event.model_dump()
+            params = {p: data[p] for p in EVENT_PROPS}
+            params["created_at"] = ts = to_db_time(event.created_at)
+            params["metadata"] = dumps(event.metadata)
+            params["search_text"] = search_text(event.content)
+            params["embedding"] = [float(x) for x in items[i][1]]
+            rows.append(params)
+            if event.tool_name:
+                tools.setdefault(event.tool_name, ts)
+                used.append((event.id, event.tool_name))
+            if event.objective_id:
+                part_of.append((event.id, event.objective_id))
+            found = [(name, "thing") for name in event.entities] + list(mentions[i] if mentions is not None else ())
+            for name, kind in found:
+                entities.setdefault(name, (kind, ts))
+                mentioned.append((event.id, name))
+        props = ", ".join(f"{p}: ${p}" for p in rows[0])
+        with self.transaction():
+            for params in rows:
+                self.write(f"CREATE (e:Event {{{props}}})", params)
+            if tools:
+                self.write(
+                    "UNWIND $rows AS r MERGE (t:Tool {name: r.name}) "
+                    "ON CREATE SET t.success_count = 0, t.error_count = 0, t.created_at = r.ts",
+                    {"rows": [{"name": n, "ts": ts} for n, ts in tools.items()]},
+                )
+                self.copy_rows("USED_TOOL", edge_table(used))  # type: ignore[attr-defined]
+            if part_of:
+                self.copy_rows("PART_OF", edge_table(part_of))  # type: ignore[attr-defined]
+            if entities:
+                self.write(
+                    "UNWIND $rows AS r MERGE (n:Entity {name: r.name}) ON CREATE SET n.kind = r.kind, n.created_at = r.ts",
+                    {"rows": [{"name": n, "kind": k, "ts": ts} for n, (k, ts) in entities.items()]},
+                )
+                self.copy_rows("MENTIONS", edge_table(mentioned), "(from='Event', to='Entity')")  # type: ignore[attr-defined]
+            for (event, embedding), params in zip(items, rows):
+                self.on_commit(functools.partial(
+                    self.event_catalog.add, event.id, event.user_id, embedding, params["search_text"]))
 
     def get_event(self, event_id: str) -> Event:
         """One event by id; NotFoundError if there is none."""

@@ -9,11 +9,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import kuzu
 import numpy as np
+import pyarrow as pa
 from pydantic import ValidationError
 
 from graphmem.errors import NotFoundError, StoreError
 from graphmem.models import Learning, LearningLinks, Transition
+from graphmem.store.copy import copy_into, edge_table
 from graphmem.store.kuzu_store import KuzuBase, from_db_time, to_db_time
 from graphmem.store.text import content_key, search_text
 
@@ -100,6 +103,16 @@ def _cooccurring(topics: Sequence[str], entities: Sequence[str]) -> list[tuple[s
     return [(ka, a, kb, b) for i, (ka, a) in enumerate(names) for kb, b in names[i + 1 :] if a != b or ka != kb]
 
 
+_ANCHOR_MERGE = {
+    "tool": "UNWIND $rows AS r MERGE (t:Tool {name: r.name}) ON CREATE SET t.success_count = 0, t.error_count = 0, t.created_at = r.ts",
+    "topic": "UNWIND $rows AS r MERGE (t:Topic {name: r.name}) ON CREATE SET t.created_at = r.ts",
+    "entity": "UNWIND $rows AS r MERGE (e:Entity {name: r.name}) ON CREATE SET e.kind = 'thing', e.created_at = r.ts",
+    "objective_type": "UNWIND $rows AS r MERGE (o:ObjectiveType {name: r.name}) ON CREATE SET o.created_at = r.ts",
+}
+_ANCHOR_REL = {"tool": ("ABOUT_TOOL", "Tool"), "topic": ("ABOUT_TOPIC", "Topic"), "entity": ("MENTIONS", "Entity"),
+               "objective_type": ("FOR_OBJECTIVE_TYPE", "ObjectiveType")}
+COPY_MIN_ROWS = 8  # from this many new learnings (or events) on, their edges are written with COPY
+
 _SET_ALL = ", ".join(f"l.{p} = ${p}" for p in LEARNING_PROPS if p != "id")
 
 
@@ -138,8 +151,10 @@ class LearningStore(KuzuBase):
     def insert_learnings(self, items: Sequence[tuple[Learning, np.ndarray, LearningLinks]]) -> None:
         """Write new learnings with their nodes and edges in one transaction.
 
-        One UNWIND statement per edge type, whatever the batch size: a
-        Kùzu statement costs ~2 ms here, so per-learning edge statements would dominate a batch.
+        One CREATE per node; edges: from ``COPY_MIN_ROWS`` learnings on, one COPY per edge table
+        (:mod:`graphmem.store.copy`), fewer: statements by primary key. (The nodes themselves are
+        not COPYed: in Kùzu 0.11.3 a COPY into a table with a full-text index fails, or corrupts
+        memory, after any update of that table.)
         """
         if not items:
             return
@@ -148,6 +163,7 @@ class LearningStore(KuzuBase):
             params = learning_params(learning)
             params["embedding"] = [float(x) for x in embedding]
             rows.append(params)
+        entries = [(learning.id, links, learning.created_at, learning.user_id) for learning, _, links in items]
         # One CREATE per node: an UNWIND over rows of this many columns, some strings null in
         # some rows, made a later SET on those nodes segfault Kùzu 0.11.3 (reproduced in
         # tests/test_memory_core.py::test_batch_rows_with_null_strings_can_be_updated).
@@ -155,9 +171,51 @@ class LearningStore(KuzuBase):
         with self.transaction():
             for params in rows:
                 self.write(f"CREATE (l:Learning {{{props}}})", params)
-            self._link_many([(learning.id, links, learning.created_at, learning.user_id) for learning, _, links in items])
+            if len(items) >= COPY_MIN_ROWS and self.can_copy():
+                self._copy_links(entries)
+            else:
+                self._link_many(entries)
             for (learning, embedding, _), params in zip(items, rows):
                 self.on_commit(functools.partial(self._committed, learning, embedding, params["content_key"]))
+
+    def can_copy(self) -> bool:
+        """Whether batch writes may use COPY (a local Kùzu connection; not a Bolt engine)."""
+        return isinstance(getattr(self, "_conn_main", None), kuzu.Connection)
+
+    def copy_rows(self, table_name: str, table: pa.Table, options: str = "") -> None:
+        """COPY an Arrow table inside the caller's write transaction (StoreError on failure)."""
+        try:
+            copy_into(self._conn_main, table_name, table, options)
+        except RuntimeError as e:
+            raise StoreError(f"write failed: {e}") from e
+
+    def _copy_links(self, entries: Sequence[tuple[str, LearningLinks, datetime, str]]) -> None:
+        """Inside a transaction: the anchors of new learnings with one MERGE statement per label,
+        and their edges with one COPY per relationship table (``_link_many``'s graph)."""
+        anchors: dict[str, dict[str, Any]] = {kind: {} for kind in _ANCHOR_MERGE}
+        pairs: dict[str, list[tuple[str, str]]] = {kind: [] for kind in _ANCHOR_MERGE}
+        rest: list[tuple[str, LearningLinks, datetime, str]] = []
+        related: Counter[tuple[str, str, str, str, str]] = Counter()
+        for ident, links, when, user_id in entries:
+            ts = to_db_time(when)
+            named = {"tool": [links.tool] if links.tool else [], "topic": links.topics, "entity": links.entities,
+                     "objective_type": [links.objective_type] if links.objective_type else []}
+            for kind, values in named.items():
+                for name in values:
+                    anchors[kind].setdefault(name, ts)
+                    pairs[kind].append((ident, name))
+            if links.objective_id or links.source_event_id:
+                rest.append((ident, LearningLinks(objective_id=links.objective_id, source_event_id=links.source_event_id), when, user_id))
+            related.update((user_id, *p) for p in _cooccurring(links.topics, links.entities))
+        for kind, cypher in _ANCHOR_MERGE.items():
+            if anchors[kind]:
+                self.write(cypher, {"rows": [{"name": n, "ts": ts} for n, ts in anchors[kind].items()]})
+            if pairs[kind]:
+                rel, target = _ANCHOR_REL[kind]
+                self.copy_rows(rel, edge_table(pairs[kind]), f"(from='Learning', to='{target}')")
+        if rest:
+            self._link_many(rest)
+        self._relate(related)
 
     def _link(self, learning_id: str, links: LearningLinks, when: datetime, user_id: str) -> None:
         self._link_many([(learning_id, links, when, user_id)])
@@ -208,7 +266,10 @@ class LearningStore(KuzuBase):
         for (ka, kb), rows in by_labels.items():
             many = (f"UNWIND $rows AS r MATCH (a:{ka} {{name: r.a}}), (b:{kb} {{name: r.b}}) "
                     "MERGE (a)-[e:RELATED {user_id: r.u}]->(b) ON CREATE SET e.weight = r.w ON MATCH SET e.weight = e.weight + r.w")
-            self._write_rows(many, _one_row(many), rows)
+            if len(rows) > _PER_ROW_MIN:  # topics and entities are few next to learnings: one join
+                self.write(many, {"rows": rows})
+            else:
+                self._write_rows(many, _one_row(many), rows)
 
     def add_links(self, learning_id: str, links: LearningLinks) -> None:
         """Add association edges to an existing learning (used when a merge brings new ones)."""

@@ -131,13 +131,54 @@ class SummaryStore(KuzuBase):
             )
         return [_state_from_row(r) for r in out]
 
+    def bump_summaries_created(self, entries: Sequence[tuple[str, Sequence[SummaryFeed]]]) -> list[SummaryState]:
+        """``bump_summaries`` for a batch of new learnings (id, feeds) at once: the same counts,
+        pending lists (in the order given) and SUMMARIZED_IN edges, in two statements (the edges
+        by COPY) instead of two per learning. Returns every touched summary's state after the batch.
+        """
+        if not self.can_copy():  # type: ignore[attr-defined]  # a Bolt engine: one at a time
+            states: dict[str, SummaryState] = {}
+            for lid, feeds in entries:
+                for st in self.bump_summaries(lid, feeds, link=[f.id for f in feeds]):
+                    states[st.id] = st
+            return list(states.values())
+        rows: dict[str, dict[str, Any]] = {}
+        edges: list[tuple[str, str]] = []
+        for lid, feeds in entries:
+            for f in feeds:
+                row = rows.setdefault(f.id, {"id": f.id, "key": f.key, "user": f.user_id, "kind": f.kind, "k": 0, "lids": []})
+                row["threshold"] = int(f.threshold)
+                row["k"] += 1
+                if lid not in row["lids"]:
+                    row["lids"].append(lid)
+                edges.append((lid, f.id))
+        if not rows:
+            return []
+        out = self.write(
+            "UNWIND $rows AS r "
+            "MERGE (s:Summary {id: r.id}) ON CREATE SET s.key = r.key, s.user_id = r.user, s.kind = r.kind, "
+            "s.text = '', s.staleness = 0, s.pending = CAST([] AS STRING[]) "
+            "SET s.staleness = s.staleness + r.k, s.threshold = r.threshold, s.pending = list_concat(s.pending, r.lids) "
+            f"RETURN {_SUMMARY_RETURN}",
+            {"rows": list(rows.values())},
+        )
+        from graphmem.store.copy import edge_table
+
+        self.copy_rows("SUMMARIZED_IN", edge_table(edges))  # type: ignore[attr-defined]
+        return [_state_from_row(r) for r in out]
+
     def summary_inputs(self, ids: Sequence[str]) -> list[Learning]:
         """Learnings by id with only the fields summaries read (one primary-key lookup each).
 
         Other fields keep the model's defaults: use these for summarizing, never for saving.
         """
         out = []
+        cache: dict[str, Learning] = {} if self._tx_depth else getattr(self, "_learning_cache", {})
         for ident in ids:
+            cached = cache.get(ident)  # rows written by this process since open: no round trip
+            if cached is not None:
+                out.append(cached.model_copy(update={"topics": list(cached.topics), "entities": list(cached.entities)}))
+                continue
             rows = self.read(f"MATCH (l:Learning {{id: $id}}) RETURN {_BRIEF_RETURN}", {"id": ident})
             if rows:
                 data = dict(rows[0])
