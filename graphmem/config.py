@@ -88,6 +88,14 @@ class Settings(BaseModel):
     # at exploration_ratings helpful+harmful ratings (0 turns it off; part of the quality prior)
     exploration_bonus: float = 0.0
     exploration_ratings: int = 5
+    # learned fusion (graphmem/retrieve/learned.py): per-user multipliers on weight_vector,
+    # weight_fulltext, weight_graph, quality_weight and the recency share, moved by outcomes
+    fusion_learning: bool = False  # off: the loop benchmark showed no gain (README)
+    fusion_learn_rate: float = 0.2  # step size of the multiplicative update
+    fusion_weight_min: float = 0.5  # bounds of every multiplier
+    fusion_weight_max: float = 2.0
+    fusion_learn_examples: int = 50  # outcomes kept for the ratchet's replay
+    fusion_ratchet_tolerance: float = 0.0  # a step may lower the replay accuracy of the best weights by this much
     pattern_boost: float = 0.1
     pattern_similarity: float = 0.8  # seed 002: a query joins the nearest Pattern at cosine >= this
     min_success_rate: float = 0.3  # seed 002 stage 2: drop rows rated below it ...
@@ -343,6 +351,8 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "reject_confidence_delta": _NEG_UNIT,
     "credit_rank_power": _COUNT, "credit_min_share": _UNIT, "exploration_bonus": _COUNT,
     "exploration_ratings": _COUNT,
+    "fusion_learn_rate": _COUNT, "fusion_weight_min": _COUNT, "fusion_weight_max": _COUNT,
+    "fusion_learn_examples": _COUNT, "fusion_ratchet_tolerance": _UNIT,
     "window_size": _POSITIVE, "window_min_samples": _COUNT, "promote_quality": _UNIT,
     "promote_pass_rate": _UNIT, "promote_max_fallback_rate": _UNIT, "promote_max_regenerate": _COUNT,
     "promotion_streak": _POSITIVE, "demotion_streak": _POSITIVE, "disable_streak": _POSITIVE,
