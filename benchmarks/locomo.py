@@ -80,6 +80,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "full + embedding feedback": {"search_weight_feedback": 0.2},
     "full + session diversity": {"search_session_decay": 0.8},
     "without the multi-hop signals": {**EARLIER, **_NO_HOP, "search_weight_entity": 0.2},
+    "full + word feedback": {"search_weight_prf": 0.2},
+    "full + word feedback, speaker's turns only": {"search_weight_prf": 0.2, "search_prf_anchored": True},
+    "full + addressed-turn penalty": {"search_weight_address": 0.1},
+    "full + speaker scope (entity 0.4, addressed-turn penalty 0.2)": {"search_weight_entity": 0.4,
+                                                                      "search_weight_address": 0.2},
 }
 BASELINES = ("cosine", "bm25")
 

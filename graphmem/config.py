@@ -142,6 +142,14 @@ class Settings(BaseModel):
     search_weight_stripped: float = 0.75  # share of the query's cosine taken without its anchored entity names
     search_weight_session: float = 0.0  # events of sessions whose centroid is close to the query (off: see README)
     search_session_decay: float = 1.0  # each further hit from one session counts this much less (1: off)
+    # pseudo-relevance feedback: the rarer content words of the best hits, as a second BM25 query
+    search_weight_prf: float = 0.0
+    search_prf_docs: int = 3  # best hits the words come from
+    search_prf_terms: int = 8  # words in the second query
+    search_prf_anchored: bool = False  # when the query names a linked entity (a speaker): only its events
+    # a turn that names the query's speaker without being theirs ("Wow, Melanie!") is about them
+    # only as the one addressed: its score drops by this much
+    search_weight_address: float = 0.0
 
     # --- curation (seed 002 curator, DESIGN.md) ------------------------------------------
     dedup_similarity: float = 0.85
@@ -343,6 +351,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_hop_seeds": _COUNT, "search_hop_max_events": _COUNT, "search_weight_date": _COUNT,
     "search_session_decay": _UNIT, "search_weight_feedback": _COUNT, "search_weight_stripped": _UNIT,
     "search_weight_session": _COUNT,
+    "search_weight_prf": _COUNT, "search_weight_address": _COUNT, "search_prf_docs": _COUNT, "search_prf_terms": _COUNT,
     "dedup_similarity": _UNIT, "contradiction_similarity": _UNIT, "actionability_threshold": _UNIT,
     "actionability_w_directive": _UNIT, "actionability_w_condition": _UNIT,
     "actionability_w_specificity": _UNIT, "actionability_w_not_observation": _UNIT,
