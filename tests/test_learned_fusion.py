@@ -112,7 +112,7 @@ def test_off_by_default_nothing_is_learned_or_stored(mem: Memory) -> None:
 def test_learned_weights_change_the_ranking(tmp_path) -> None:
     on = Settings(fusion_learning=True, fusion_learn_rate=5.0, fusion_weight_min=0.1, fusion_weight_max=10.0)
     mem = Memory(tmp_path / "db.kuzu", user="alice", embedder=HashEmbedder(), settings=on)
-    linked, textual = _seed(mem)
+    _, textual = _seed(mem)
     before = [i.id for i in mem.context("push code", tool="git").learnings]
     for _ in range(4):
         ctx = mem.context("push code", tool="git")

@@ -44,6 +44,7 @@ from graphmem.server.auth import KeyStore, Principal, bearer_key
 from graphmem.server.core import BusyError, Owner
 from graphmem.server.deps import ApiError, metrics_reader, principal
 from graphmem.server.metrics import CONTENT_TYPE
+from graphmem.server.profiling import loop_profile
 
 log = logging.getLogger("graphmem.server")
 
@@ -96,11 +97,12 @@ def create_app(
         await anyio.to_thread.run_sync(owner.warm_up)
         owner.start()
         try:
-            if mcp_server is not None:
-                async with mcp_server.session_manager.run():
+            with loop_profile():  # off unless GRAPHMEM_SERVER_PROFILE is set
+                if mcp_server is not None:
+                    async with mcp_server.session_manager.run():
+                        yield
+                else:
                     yield
-            else:
-                yield
         finally:
             owner.close()
 
