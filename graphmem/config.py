@@ -143,13 +143,14 @@ class Settings(BaseModel):
     search_weight_session: float = 0.0  # events of sessions whose centroid is close to the query (off: see README)
     search_session_decay: float = 1.0  # each further hit from one session counts this much less (1: off)
     # pseudo-relevance feedback: the rarer content words of the best hits, as a second BM25 query
-    search_weight_prf: float = 0.0
-    search_prf_docs: int = 3  # best hits the words come from
-    search_prf_terms: int = 8  # words in the second query
+    # (fitted with the addressed-turn penalty on LoCoMo conversations 0-4, see README)
+    search_weight_prf: float = 0.1
+    search_prf_docs: int = 5  # best hits the words come from
+    search_prf_terms: int = 12  # words in the second query
     search_prf_anchored: bool = False  # when the query names a linked entity (a speaker): only its events
     # a turn that names the query's speaker without being theirs ("Wow, Melanie!") is about them
     # only as the one addressed: its score drops by this much
-    search_weight_address: float = 0.0
+    search_weight_address: float = 0.1
 
     # --- curation (seed 002 curator, DESIGN.md) ------------------------------------------
     dedup_similarity: float = 0.85
