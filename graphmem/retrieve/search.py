@@ -26,13 +26,21 @@ The events ranking is hybrid, over the calling user's events only:
    (``search_weight_stripped``), so the embedding matches what is asked about that person;
 10. **session relevance** (off by default: no gain on LoCoMo): each event gets the z-scored cosine
     of the query to its session's centroid (``search_weight_session``).
+11. **addressed turns**: when the query names a speaker (an entity the events link to), a turn
+    whose text names that speaker without being theirs ("Wow, Melanie!") loses
+    ``search_weight_address``: it is someone talking *to* them, rarely what is asked about them;
+12. **word feedback** (pseudo-relevance feedback through shared words): the rarer content words
+    of the best ``search_prf_docs`` hits that the query lacks become a second BM25 query
+    (``search_prf_terms`` words, ``search_weight_prf``), so turns that share the best hits'
+    topic words rank up even when they share no word with the question.
 
 :meth:`EventSearch.signals` computes every signal once and :meth:`EventSearch.rank` applies the
 weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing the signals.
 
 Vector and fulltext are fused first (``Settings.search_fusion``: reciprocal-rank fusion, or a
 score fusion of the z-scored cosine and max-normalised BM25), the fused score is scaled to
-[0, 1], then the graph, neighbour and time bonuses are added, then the second hop. Each hit says in ``reasons`` which
+[0, 1], then the graph, neighbour and time bonuses are added (the addressed-turn penalty
+subtracted), then the second hop, then word feedback. Each hit says in ``reasons`` which
 signals found it. ``benchmarks/locomo.py`` measures every signal (an ablation in the same run).
 """
 
