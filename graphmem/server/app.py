@@ -44,7 +44,6 @@ from graphmem.server.auth import KeyStore, Principal, bearer_key
 from graphmem.server.core import BusyError, Owner
 from graphmem.server.deps import ApiError, metrics_reader, principal
 from graphmem.server.metrics import CONTENT_TYPE
-from graphmem.server.profiling import loop_profile
 
 log = logging.getLogger("graphmem.server")
 
@@ -97,12 +96,11 @@ def create_app(
         await anyio.to_thread.run_sync(owner.warm_up)
         owner.start()
         try:
-            with loop_profile():  # off unless GRAPHMEM_SERVER_PROFILE is set
-                if mcp_server is not None:
-                    async with mcp_server.session_manager.run():
-                        yield
-                else:
+            if mcp_server is not None:
+                async with mcp_server.session_manager.run():
                     yield
+            else:
+                yield
         finally:
             owner.close()
 

@@ -17,7 +17,6 @@ from pydantic import TypeAdapter
 
 from graphmem.errors import GraphmemError
 from graphmem.memory import Memory
-from graphmem.server import profiling
 from graphmem.server.auth import Principal
 from graphmem.server.core import Owner
 
@@ -104,15 +103,13 @@ async def admin(who: Principal = Depends(principal)) -> Principal:
 def write(request: Request, fn: Callable[[], T]) -> T:
     """Run a write through the owner's bounded write gate (503 + Retry-After when it is full)."""
     with owner_of(request).writing():
-        prof = profiling.ACTIVE
-        return fn() if prof is None else prof.run(fn)
+        return fn()
 
 
 def read(request: Request, fn: Callable[[], T]) -> T:
     """Run a read (concurrently with other reads)."""
     with owner_of(request).reading():
-        prof = profiling.ACTIVE
-        return fn() if prof is None else prof.run(fn)
+        return fn()
 
 
 _ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
