@@ -6,6 +6,7 @@ modules of :mod:`graphmem.retrieve`.
 
 from __future__ import annotations
 
+import copy
 import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -162,13 +163,16 @@ class RetrievalService:
     def fusion_state(self) -> dict[str, Any]:
         """The user's learned fusion state: ``weights`` (multiplier per signal), ``best``,
         ``examples``, ``updates``, ``rollbacks`` (defaults until an outcome moved them)."""
+        return copy.deepcopy(self._fusion_current())
+
+    def _fusion_current(self) -> dict[str, Any]:
         if self._fusion is None:
             self._fusion = self.deps.store.fusion_state(self.deps.user) or learned.new_state()
         return self._fusion
 
     def fusion_weights(self) -> dict[str, float]:
         """The learned multiplier of every signal (1.0: the Settings weight unchanged)."""
-        return {**learned.default_weights(), **self.fusion_state()["weights"]}
+        return {**learned.default_weights(), **self._fusion_current()["weights"]}
 
     def learn_fusion(
         self, context_id: str, verdict: str, *, used: Sequence[str] | None, helpful: Sequence[str],
@@ -185,7 +189,7 @@ class RetrievalService:
             return "unknown_context"
         ys = learned.labels(list(shown), verdict, used, helpful, harmful)
         ids = [i for i in shown if i in ys]
-        state, status = learned.learn(self.fusion_state(), [shown[i] for i in ids], [ys[i] for i in ids], settings)
+        state, status = learned.learn(self._fusion_current(), [shown[i] for i in ids], [ys[i] for i in ids], settings)
         if status == "no_signal":
             return status
         self._fusion = state
