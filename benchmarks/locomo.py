@@ -51,11 +51,14 @@ _DIA = re.compile(r"^D(\d+):(\d+)$")
 
 # the signals the entity extraction added (text mentions, the second hop, session dates)
 _NO_HOP: dict[str, Any] = {"search_weight_mention": 0.0, "search_weight_hop": 0.0, "search_weight_date": 0.0,
+                           "search_weight_prf": 0.0, "search_weight_address": 0.0,
                            "search_weight_stripped": 0.0, "search_weight_session": 0.0}
 # the defaults before benchmarks/locomo_tune.py fitted them on conversations 0-4
 EARLIER: dict[str, Any] = {"search_weight_entity": 0.3, "search_weight_time": 0.2, "search_weight_neighbour": 0.5,
                            "search_hop_seeds": 5, "search_weight_date": 0.2, "search_weight_stripped": 0.0,
-                           "search_weight_session": 0.0}
+                           "search_weight_session": 0.0, "search_weight_prf": 0.0, "search_weight_address": 0.0}
+# the defaults before word feedback and the addressed-turn penalty
+BEFORE_WORDS: dict[str, Any] = {"search_weight_prf": 0.0, "search_weight_address": 0.0}
 # name -> Settings changes; "full" is graphmem's default ranking
 CONFIGS: dict[str, dict[str, Any]] = {
     "full": {},
@@ -80,6 +83,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "full + embedding feedback": {"search_weight_feedback": 0.2},
     "full + session diversity": {"search_session_decay": 0.8},
     "without the multi-hop signals": {**EARLIER, **_NO_HOP, "search_weight_entity": 0.2},
+    "before word feedback and the addressed-turn penalty": BEFORE_WORDS,
+    "full - word feedback": {"search_weight_prf": 0.0},
+    "full - addressed-turn penalty": {"search_weight_address": 0.0},
+    "full, word feedback on the speaker's turns only": {"search_prf_anchored": True},
+    "full + speaker scope (entity 0.4, addressed-turn penalty 0.2)": {"search_weight_entity": 0.4,
+                                                                      "search_weight_address": 0.2},
 }
 BASELINES = ("cosine", "bm25")
 

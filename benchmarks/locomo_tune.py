@@ -51,6 +51,11 @@ GRID: dict[str, tuple[float, ...]] = {
     "search_hop_seeds": (3, 5, 8, 12),
     "search_weight_stripped": (0.0, 0.25, 0.5, 0.75, 1.0),
     "search_weight_session": (0.0, 0.1, 0.2, 0.4, 0.6),
+    "search_weight_prf": (0.0, 0.1, 0.2, 0.3, 0.5),
+    "search_prf_terms": (4, 8, 12, 16),
+    "search_prf_docs": (1, 2, 3, 5),
+    "search_session_decay": (0.8, 0.9, 0.95, 1.0),
+    "search_weight_address": (0.0, 0.05, 0.1, 0.15, 0.2),
 }
 #: settings that change the signals themselves (fixed while the signals are computed)
 _SIGNAL_TIME = {"search_weight_stripped": 0.5, "search_weight_session": 0.1}

@@ -88,6 +88,14 @@ class Settings(BaseModel):
     # at exploration_ratings helpful+harmful ratings (0 turns it off; part of the quality prior)
     exploration_bonus: float = 0.0
     exploration_ratings: int = 5
+    # learned fusion (graphmem/retrieve/learned.py): per-user multipliers on weight_vector,
+    # weight_fulltext, weight_graph, quality_weight and the recency share, moved by outcomes
+    fusion_learning: bool = False  # off: the loop benchmark showed no gain (README)
+    fusion_learn_rate: float = 0.2  # step size of the multiplicative update
+    fusion_weight_min: float = 0.5  # bounds of every multiplier
+    fusion_weight_max: float = 2.0
+    fusion_learn_examples: int = 50  # outcomes kept for the ratchet's replay
+    fusion_ratchet_tolerance: float = 0.0  # a step may lower the replay accuracy of the best weights by this much
     pattern_boost: float = 0.1
     pattern_similarity: float = 0.8  # seed 002: a query joins the nearest Pattern at cosine >= this
     min_success_rate: float = 0.3  # seed 002 stage 2: drop rows rated below it ...
@@ -138,6 +146,15 @@ class Settings(BaseModel):
     search_weight_stripped: float = 0.75  # share of the query's cosine taken without its anchored entity names
     search_weight_session: float = 0.0  # events of sessions whose centroid is close to the query (off: see README)
     search_session_decay: float = 1.0  # each further hit from one session counts this much less (1: off)
+    # pseudo-relevance feedback: the rarer content words of the best hits, as a second BM25 query
+    # (fitted with the addressed-turn penalty on LoCoMo conversations 0-4, see README)
+    search_weight_prf: float = 0.1
+    search_prf_docs: int = 5  # best hits the words come from
+    search_prf_terms: int = 12  # words in the second query
+    search_prf_anchored: bool = False  # when the query names a linked entity (a speaker): only its events
+    # a turn that names the query's speaker without being theirs ("Wow, Melanie!") is about them
+    # only as the one addressed: its score drops by this much
+    search_weight_address: float = 0.1
 
     # --- curation (seed 002 curator, DESIGN.md) ------------------------------------------
     dedup_similarity: float = 0.85
@@ -339,6 +356,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_hop_seeds": _COUNT, "search_hop_max_events": _COUNT, "search_weight_date": _COUNT,
     "search_session_decay": _UNIT, "search_weight_feedback": _COUNT, "search_weight_stripped": _UNIT,
     "search_weight_session": _COUNT,
+    "search_weight_prf": _COUNT, "search_weight_address": _COUNT, "search_prf_docs": _COUNT, "search_prf_terms": _COUNT,
     "dedup_similarity": _UNIT, "contradiction_similarity": _UNIT, "actionability_threshold": _UNIT,
     "actionability_w_directive": _UNIT, "actionability_w_condition": _UNIT,
     "actionability_w_specificity": _UNIT, "actionability_w_not_observation": _UNIT,
@@ -347,6 +365,8 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "reject_confidence_delta": _NEG_UNIT,
     "credit_rank_power": _COUNT, "credit_min_share": _UNIT, "exploration_bonus": _COUNT,
     "exploration_ratings": _COUNT,
+    "fusion_learn_rate": _COUNT, "fusion_weight_min": _COUNT, "fusion_weight_max": _COUNT,
+    "fusion_learn_examples": _COUNT, "fusion_ratchet_tolerance": _UNIT,
     "window_size": _POSITIVE, "window_min_samples": _COUNT, "promote_quality": _UNIT,
     "promote_pass_rate": _UNIT, "promote_max_fallback_rate": _UNIT, "promote_max_regenerate": _COUNT,
     "promotion_streak": _POSITIVE, "demotion_streak": _POSITIVE, "disable_streak": _POSITIVE,

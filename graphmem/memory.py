@@ -213,6 +213,8 @@ class Memory:
     record_events = _delegate("_events", EventService.record_events)
     context = _delegate("_retrieval", RetrievalService.context)
     search = _delegate("_retrieval", RetrievalService.search)
+    fusion_weights = _delegate("_retrieval", RetrievalService.fusion_weights)  # Settings.fusion_learning
+    fusion_state = _delegate("_retrieval", RetrievalService.fusion_state)
 
     # --- prompt versions, distillation, evolution, tests (graphmem/improve.py) -----------------
     add_prompt = _delegate("_improve", ImproveService.add_prompt)
@@ -399,10 +401,12 @@ class Memory:
         """
         from graphmem import outcomes
 
+        used, helpful, harmful = None if used is None else list(used), list(helpful), list(harmful)
         report = outcomes.record_outcome(self.deps, context_id, success=success, rating=rating, reasons=reasons,
-                                         used=None if used is None else list(used), helpful=list(helpful),
-                                         harmful=list(harmful))
+                                         used=used, helpful=helpful, harmful=harmful)
         self._improve.credit_prompts(report.context_id, report.verdict)  # the prompt version served there
+        self._retrieval.learn_fusion(report.context_id, report.verdict, used=used, helpful=helpful,
+                                     harmful=harmful)  # Settings.fusion_learning
         return report
 
     def run_cycle(self) -> CycleReport:

@@ -15,7 +15,7 @@ from graphmem.retrieve.search import strip_names
 _VECTOR_ONLY = {
     "search_weight_fulltext": 0.0, "search_weight_entity": 0.0, "search_weight_mention": 0.0,
     "search_weight_time": 0.0, "search_weight_neighbour": 0.0, "search_weight_hop": 0.0,
-    "search_weight_date": 0.0, "search_weight_tool": 0.0,
+    "search_weight_date": 0.0, "search_weight_tool": 0.0, "search_weight_prf": 0.0, "search_weight_address": 0.0,
 }
 
 

@@ -67,15 +67,23 @@ def blend(
     pinned: np.ndarray,
     settings: Settings,
     thompson: np.ndarray | None = None,
+    *,
+    quality_scale: float = 1.0,
+    recency: np.ndarray | None = None,
+    recency_scale: float = 1.0,
 ) -> np.ndarray:
     """Final scores from normalised relevance (max 1) and quality (seed 002 stage 4).
 
     Without Thompson sampling: (semantic_weight·relevance + quality_weight·quality) divided by
     the two weights' sum; with it, thompson_weight·draw is added and the three weights share the
-    divisor. Pinned learnings get ``pinned_boost`` on top.
+    divisor. Pinned learnings get ``pinned_boost`` on top. Learned fusion
+    (:mod:`graphmem.retrieve.learned`) scales ``quality_weight`` by ``quality_scale`` and the
+    recency share of the quality by ``recency_scale`` (both 1.0: unchanged).
     """
-    ws, wq = settings.semantic_weight, settings.quality_weight
+    ws, wq = settings.semantic_weight, settings.quality_weight * quality_scale
     score = ws * relevance + wq * quality
+    if recency is not None and recency_scale != 1.0:
+        score = score + settings.quality_weight * 0.25 * (recency_scale - 1.0) * recency
     total = ws + wq
     if thompson is not None:
         score = score + settings.thompson_weight * thompson

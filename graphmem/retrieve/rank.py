@@ -7,7 +7,7 @@ Thompson draw) → MMR diversity → full rows fetched for the winners only.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -59,13 +59,15 @@ class Retriever:
         topics: Sequence[str] = (),
         objective_type: str | None = None,
         link_names: bool = True,
+        fusion: Mapping[str, float] | None = None,
     ) -> list[ScoredLearning]:
         """The best ``limit`` eligible learnings for the query and anchors, best first.
 
         ``query_vector`` None skips the vector signal (e.g. empty query text); a callable is
         called once, after the full-text query (see RetrievalService.rank_learnings for why). Entities and
         topics named in ``query`` are added to the anchors when ``link_names``. With no query
-        text and no anchors, the top-quality eligible learnings come back.
+        text and no anchors, the top-quality eligible learnings come back. ``fusion``: learned
+        multipliers per signal (:mod:`graphmem.retrieve.learned`; None: the Settings weights).
         """
         s = self.settings
         store = self.store
@@ -114,6 +116,9 @@ class Retriever:
 
         lists: dict[str, list[int]] = {"vector": vec_rows, "fulltext": [r for r, _ in ft], "graph": graph_rows}
         weights = {"vector": s.weight_vector, "fulltext": s.weight_fulltext, "graph": s.weight_graph, "quality": 1.0}
+        if fusion:
+            for name in ("vector", "fulltext", "graph"):
+                weights[name] *= fusion.get(name, 1.0)
         if not any(lists.values()) and not query.strip():
             lists["quality"] = _top_quality(catalog, mask, now_ts, s, n)
         fused = rrf(lists, weights, s.rrf_k)
@@ -146,7 +151,11 @@ class Retriever:
             if s.thompson_sampling:
                 h, b = catalog.col("helpful")[rows], catalog.col("harmful")[rows]
                 draws = self.rng.beta(h + 1.0, b + 1.0)
-            scores = blend(relevance, quality, pinned, s, draws)
+            if fusion:
+                scores = blend(relevance, quality, pinned, s, draws, quality_scale=fusion.get("quality", 1.0),
+                               recency=recency, recency_scale=fusion.get("recency", 1.0))
+            else:
+                scores = blend(relevance, quality, pinned, s, draws)
         else:
             scores = relevance
         lap("fuse")
@@ -198,6 +207,7 @@ class Retriever:
                     f"confidence {conf:.2f}, recency {recency[i]:.2f})"
                 )
                 signals["quality"] = float(quality[i])
+                signals["recency"] = float(recency[i])
                 if explore[i] > 0:
                     reasons.append(f"exploration +{explore[i]:.2f} ({n_help + n_harm} ratings)")
                     signals["exploration"] = float(explore[i])

@@ -26,13 +26,21 @@ The events ranking is hybrid, over the calling user's events only:
    (``search_weight_stripped``), so the embedding matches what is asked about that person;
 10. **session relevance** (off by default: no gain on LoCoMo): each event gets the z-scored cosine
     of the query to its session's centroid (``search_weight_session``).
+11. **addressed turns**: when the query names a speaker (an entity the events link to), a turn
+    whose text names that speaker without being theirs ("Wow, Melanie!") loses
+    ``search_weight_address``: it is someone talking *to* them, rarely what is asked about them;
+12. **word feedback** (pseudo-relevance feedback through shared words): the rarer content words
+    of the best ``search_prf_docs`` hits that the query lacks become a second BM25 query
+    (``search_prf_terms`` words, ``search_weight_prf``), so turns that share the best hits'
+    topic words rank up even when they share no word with the question.
 
 :meth:`EventSearch.signals` computes every signal once and :meth:`EventSearch.rank` applies the
 weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing the signals.
 
 Vector and fulltext are fused first (``Settings.search_fusion``: reciprocal-rank fusion, or a
 score fusion of the z-scored cosine and max-normalised BM25), the fused score is scaled to
-[0, 1], then the graph, neighbour and time bonuses are added, then the second hop. Each hit says in ``reasons`` which
+[0, 1], then the graph, neighbour and time bonuses are added (the addressed-turn penalty
+subtracted), then the second hop, then word feedback. Each hit says in ``reasons`` which
 signals found it. ``benchmarks/locomo.py`` measures every signal (an ablation in the same run).
 """
 
@@ -185,6 +193,15 @@ def _diverse_top(final: np.ndarray, session: list[str], k: int, decay: float) ->
     return np.asarray(chosen, dtype=np.int64)
 
 
+def _row_positions(layout: EventLayout) -> dict[int, int]:
+    """Event catalog row -> layout position (cached on the layout)."""
+    where = layout.derived.get("row_positions")
+    if where is None:
+        where = {int(row): p for p, row in enumerate(layout.rows)}
+        layout.derived["row_positions"] = where
+    return where  # type: ignore[no-any-return]
+
+
 def _time_flags(layout: EventLayout) -> np.ndarray:
     """Per event of the layout: does its text hold a time expression? (cached on the layout)"""
     flags = layout.derived.get("time_flags")
@@ -236,6 +253,8 @@ class _Signals:
     hop_via: dict[int, str] | None = None
     stripped: np.ndarray | None = None  # cosine to the query without its anchored entity names
     session_sim: np.ndarray | None = None  # cosine of the query to the event's session centroid
+    query_terms: tuple[str, ...] = ()  # the query's normalised terms (for the feedback query)
+    address: np.ndarray | None = None  # 1 where the text names a query entity linked to other events only
 
 
 class EventSearch:
@@ -286,7 +305,7 @@ class EventSearch:
         store, s = self.store, self.settings
         n = len(layout.order)
         pos = layout.position
-        entity, mention, entity_names = self._entity_signals(index, wanted, n)
+        entity, mention, entity_names, address = self._entity_signals(index, wanted, n)
         tool_hit = np.zeros(n)
         if tool:
             for ident in store.events_with_tool(self.user, tool, limit=s.search_entity_cap):
@@ -295,7 +314,7 @@ class EventSearch:
                     tool_hit[p] = 1.0
         zeros = np.zeros(n)
         if not query:
-            return _Signals(zeros, zeros, entity, tool_hit, zeros, entity_names, mention, zeros)
+            return _Signals(zeros, zeros, entity, tool_hit, zeros, entity_names, mention, zeros, address=address)
         dense, stripped, session_sim = self._dense(
             query, strip_names(query, [index.names.get(k, k) for k in wanted]), layout)
         bm25 = np.zeros(n)
@@ -306,7 +325,8 @@ class EventSearch:
                 bm25[p] = score
         temporal = _time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
         return _Signals(dense, bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
-                        mention, _date_match(query, layout), stripped=stripped, session_sim=session_sim)
+                        mention, _date_match(query, layout), stripped=stripped, session_sim=session_sim,
+                        query_terms=tuple(catalog.lexical.query_terms(query)), address=address)
 
     def rank(
         self, sig: _Signals, layout: EventLayout, index: EntityIndex, wanted: list[str], k: int
@@ -318,6 +338,9 @@ class EventSearch:
         hop, via = self._second_hop(final, index, wanted, layout)
         final = final + s.search_weight_hop * hop + s.search_weight_feedback * self._feedback(final, layout)
         parts["hop"], sig.hop_via = hop, via
+        prf = self._prf(final, sig, layout)
+        final = final + s.search_weight_prf * prf
+        parts["prf"] = prf
         return _diverse_top(final, layout.session, k, s.search_session_decay), final, parts
 
     def _dense(
@@ -371,6 +394,8 @@ class EventSearch:
             graph = graph + s.search_weight_session * np.clip((sim - float(sim.mean())) / std, 0.0, None) / 4.0
         time = s.search_weight_time * sig.temporal + s.search_weight_date * sig.date
         own = base + graph + time
+        if sig.address is not None and s.search_weight_address > 0:
+            own = own - s.search_weight_address * sig.address
         # session neighbours: best same-session neighbour's base score, decayed by distance
         near = np.zeros(n)
         if s.search_weight_neighbour > 0 and neighbours.size:
@@ -384,13 +409,15 @@ class EventSearch:
 
     def _entity_signals(
         self, index: EntityIndex, wanted: list[str], n: int
-    ) -> tuple[np.ndarray, np.ndarray, dict[int, list[str]]]:
+    ) -> tuple[np.ndarray, np.ndarray, dict[int, list[str]], np.ndarray]:
         """``entity``: 1 where the caller linked a query entity to the event (``entities=``);
-        ``mention``: the idf-weighted share of the query entities its text names."""
-        entity, mention = np.zeros(n), np.zeros(n)
+        ``mention``: the idf-weighted share of the query entities its text names; ``address``: 1
+        where the text names a linked query entity (a speaker) that is not linked to the event
+        (another speaker talking to them)."""
+        entity, mention, address = np.zeros(n), np.zeros(n), np.zeros(n)
         names: dict[int, list[str]] = {}
         if not wanted:
-            return entity, mention, names
+            return entity, mention, names, address
         idf = {key: _idf(len(index.postings[key]), n) for key in wanted}
         total = sum(idf.values()) or 1.0
         for key in wanted:
@@ -403,9 +430,11 @@ class EventSearch:
                 elif not by_link:
                     mention[p] += idf[key] / total
                 else:
+                    address[p] = 1.0
                     continue
                 names.setdefault(p, []).append(index.names.get(key, key))
-        return entity, mention, names
+        address[entity > 0] = 0.0  # one speaker's own turn naming another query entity
+        return entity, mention, names, address
 
     def _second_hop(
         self, final: np.ndarray, index: EntityIndex, wanted: list[str], layout: EventLayout
@@ -456,6 +485,49 @@ class EventSearch:
         std = float(best.std()) or 1.0
         return np.clip((best - float(best.mean())) / std, 0.0, None) / 4.0  # type: ignore[no-any-return]
 
+    def _prf(self, final: np.ndarray, sig: _Signals, layout: EventLayout) -> np.ndarray:
+        """Pseudo-relevance feedback through shared words: the content words of the best
+        ``search_prf_docs`` hits that the query lacks (named by 2 to ``search_hop_max_events``
+        events; weighted by the hit's share of the top score x idf), the best
+        ``search_prf_terms`` of them as a second BM25 query, max-normalised. With
+        ``search_prf_anchored`` and a query entity linked to events (a speaker), only those
+        events get it. Zeros when ``search_weight_prf`` is 0."""
+        s = self.settings
+        n = final.shape[0]
+        out = np.zeros(n)
+        top = float(final.max()) if n else 0.0
+        if s.search_weight_prf <= 0 or s.search_prf_docs <= 0 or s.search_prf_terms <= 0 or n < 2 or top <= 0:
+            return out
+        lexical = self.store.event_catalog.lexical
+        n_docs, _ = lexical.stats(self.user)
+        skip = set(sig.query_terms)
+        seeds = np.argsort(-final, kind="stable")[: s.search_prf_docs]
+        weight: dict[str, float] = {}
+        for seed in seeds:
+            share = float(final[seed]) / top
+            for term in lexical.terms_of(int(layout.rows[seed])):
+                if term in skip:
+                    continue
+                df = lexical.doc_freq(term, self.user)
+                if 2 <= df <= s.search_hop_max_events:
+                    weight[term] = weight.get(term, 0.0) + share * math.log((n_docs + 1) / (df + 0.5))
+        if not weight:
+            return out
+        terms = sorted(weight, key=lambda t: (-weight[t], t))[: s.search_prf_terms]
+        rows, scores = lexical.scores(terms, self.user, k1=s.bm25_k1, b=s.bm25_b)
+        where = _row_positions(layout)
+        for row, score in zip(rows.tolist(), scores.tolist()):
+            p = where.get(row)
+            if p is not None:
+                out[p] = score
+        out[seeds] = 0.0  # the hits the words came from already rank high
+        peak = float(out.max())
+        if peak > 0:
+            out /= peak
+        if s.search_prf_anchored and float(sig.entity.max(initial=0.0)) > 0:
+            out *= sig.entity > 0
+        return out
+
     def _reasons(self, i: int, sig: _Signals, parts: dict[str, np.ndarray], tool: str | None) -> list[str]:
         s = self.settings
         out = []
@@ -471,6 +543,8 @@ class EventSearch:
             out.append("time: from a session in the period the query names")
         if s.search_weight_hop * parts["hop"][i] >= 0.02 and sig.hop_via:
             out.append(f"graph: second hop via {sig.hop_via.get(i, '?')} (+{s.search_weight_hop * parts['hop'][i]:.3f})")
+        if s.search_weight_prf * parts["prf"][i] >= 0.02:
+            out.append(f"words: shares rarer words with the best hits (+{s.search_weight_prf * parts['prf'][i]:.3f})")
         if sig.tool[i] and s.search_weight_tool:
             out.append(f"graph: via tool {tool}")
         if sig.temporal[i] and s.search_weight_time:

@@ -6,18 +6,19 @@ modules of :mod:`graphmem.retrieve`.
 
 from __future__ import annotations
 
+import copy
 import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from graphmem.errors import InvalidInputError
 from graphmem.inputs import names, optional_string, optional_text, query_text, require_choice
 from graphmem.models import new_id
-from graphmem.retrieve import AssembledContext, Retriever, ScoredLearning
+from graphmem.retrieve import AssembledContext, Retriever, ScoredLearning, learned
 from graphmem.retrieve.context import pack
 from graphmem.retrieve.search import EventSearch, Hit
 
@@ -39,6 +40,8 @@ class RetrievalService:
         self.deps = deps
         self.preferences = preferences
         self._state = retriever
+        self._features = learned.FeatureCache()
+        self._fusion: dict[str, Any] | None = None  # the user's learned fusion state, read on first use
 
     def context(
         self,
@@ -105,6 +108,9 @@ class RetrievalService:
                 self.deps.store.defer_write(record)  # flushed before anything reads Applications
             else:
                 record()
+        if self.deps.settings.fusion_learning and shown:
+            k = float(self.deps.settings.rrf_k)
+            self._features.put(app_id, {i.id: learned.features(i.signals, k) for i in shown})
         t4 = time.perf_counter()
         prefs = self.preferences()
         timings = {"validate": (t1 - t0) * 1e3, "embed": (t2 - t1) * 1e3}
@@ -150,7 +156,47 @@ class RetrievalService:
             return self.retriever().rank(
                 user=self.deps.user, query=query, query_vector=vector, now=now or self.deps.now(),
                 limit=limit, tool=tool, entities=entities, topics=topics, objective_type=objective_type,
+                fusion=self.fusion_weights() if self.deps.settings.fusion_learning else None,
             )
+
+    # --- learned fusion (graphmem/retrieve/learned.py) ----------------------------------------
+    def fusion_state(self) -> dict[str, Any]:
+        """The user's learned fusion state: ``weights`` (multiplier per signal), ``best``,
+        ``examples``, ``updates``, ``rollbacks`` (defaults until an outcome moved them)."""
+        return copy.deepcopy(self._fusion_current())
+
+    def _fusion_current(self) -> dict[str, Any]:
+        if self._fusion is None:
+            self._fusion = self.deps.store.fusion_state(self.deps.user) or learned.new_state()
+        return self._fusion
+
+    def fusion_weights(self) -> dict[str, float]:
+        """The learned multiplier of every signal (1.0: the Settings weight unchanged)."""
+        return {**learned.default_weights(), **self._fusion_current()["weights"]}
+
+    def learn_fusion(
+        self, context_id: str, verdict: str, *, used: Sequence[str] | None, helpful: Sequence[str],
+        harmful: Sequence[str],
+    ) -> str:
+        """Move the user's fusion multipliers by one outcome of a context this service served
+        (``Settings.fusion_learning``); returns "off", "unknown_context", "no_signal", "kept" or
+        "rolled_back" (the ratchet, see :mod:`graphmem.retrieve.learned`)."""
+        settings = self.deps.settings
+        if not settings.fusion_learning:
+            return "off"
+        shown = self._features.pop(context_id)
+        if not shown:
+            return "unknown_context"
+        ys = learned.labels(list(shown), verdict, used, helpful, harmful)
+        ids = [i for i in shown if i in ys]
+        state, status = learned.learn(self._fusion_current(), [shown[i] for i in ids], [ys[i] for i in ids], settings)
+        if status == "no_signal":
+            return status
+        self._fusion = state
+        if not self.deps.store.read_only:
+            with self.deps.store.transaction():
+                self.deps.store.set_fusion_state(self.deps.user, state, self.deps.now())
+        return status
 
     def search(
         self,

@@ -21,7 +21,8 @@ from graphmem.store.kuzu_store import KuzuBase
 
 # Node tables with a user_id column, deleted with every edge they have.
 _OWNED = ("Learning", "Event", "Objective", "Summary", "Application", "Pattern", "Trace", "Reflection", "Judge",
-          "TuningSnapshot", "TunedSettings", "Domain", "DomainSnapshot", "DomainEvent", "DomainGap")
+          "TuningSnapshot", "TunedSettings", "Domain", "DomainSnapshot", "DomainEvent", "DomainGap",
+          "FusionWeights")
 # The edges that make a name node "used"; a candidate with none of them left is an orphan.
 _NAME_USES: dict[str, tuple[str, ...]] = {
     "Tool": ("ABOUT_TOOL", "USED_TOOL"),

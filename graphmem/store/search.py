@@ -8,20 +8,23 @@ questions it asks of the graph, always filtered by the calling user:
 - :meth:`SearchStore.events_mentioning`: events linked by ``MENTIONS`` to the given entities;
 - :meth:`SearchStore.event_layout`: the user's events in conversation order (session, time,
   insertion order) with their catalog rows, cached until the event catalog changes: the
-  vector signal and the session-neighbour expansion work on it without further queries.
+  vector signal and the session-neighbour expansion work on it without further queries;
+- :meth:`SearchStore.fusion_state` / :meth:`SearchStore.set_fusion_state`: the user's learned
+  fusion weights (``FusionWeights``, see :mod:`graphmem.retrieve.learned`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from graphmem.models import Event
 from graphmem.store.events import EVENT_PROPS, event_from_row
-from graphmem.store.kuzu_store import KuzuBase
+from graphmem.store.kuzu_store import KuzuBase, dumps, loads, to_db_time
 from graphmem.store.text import search_text
 
 _EVENT_RETURN = ", ".join(f"e.{p} AS {p}" for p in EVENT_PROPS) + ", e.metadata AS metadata"
@@ -193,3 +196,28 @@ class SearchStore(KuzuBase):
             {"user": user_id},
         )
         return [(str(r["id"]), str(r["name"])) for r in rows]
+
+    # --- learned fusion weights (schema 013) ----------------------------------------------------
+    def fusion_state(self, user_id: str) -> dict[str, Any] | None:
+        """The user's learned fusion state (weights, best, examples, updates, rollbacks), None
+        when no outcome has moved it yet."""
+        rows = self.read(
+            "MATCH (f:FusionWeights {id: $u}) RETURN f.weights AS weights, f.best AS best, "
+            "f.examples AS examples, f.updates AS updates, f.rollbacks AS rollbacks",
+            {"u": user_id},
+        )
+        if not rows:
+            return None
+        r = rows[0]
+        return {"weights": loads(r["weights"], {}), "best": loads(r["best"], {}), "examples": loads(r["examples"], []),
+                "updates": int(r["updates"] or 0), "rollbacks": int(r["rollbacks"] or 0)}
+
+    def set_fusion_state(self, user_id: str, state: Mapping[str, Any], at: datetime) -> None:
+        """Persist the user's learned fusion state (keys as :meth:`fusion_state` returns)."""
+        self.write(
+            "MERGE (f:FusionWeights {id: $u}) SET f.user_id = $u, f.weights = $w, f.best = $b, f.examples = $x, "
+            "f.updates = $n, f.rollbacks = $r, f.updated_at = $ts",
+            {"u": user_id, "w": dumps(dict(state.get("weights", {}))), "b": dumps(dict(state.get("best", {}))),
+             "x": dumps(list(state.get("examples", []))), "n": int(state.get("updates", 0)),
+             "r": int(state.get("rollbacks", 0)), "ts": to_db_time(at)},
+        )
