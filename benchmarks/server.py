@@ -1,13 +1,14 @@
 """The cost of serving: ``graphmem serve`` over HTTP against the same memory in-process.
 
     python -m benchmarks.server [--size 10000] [--queries 200] [--seconds 8] [--clients 8]
-                                [--embedder hash|minilm] [--save | --json-out PATH]
+                                [--embedder hash|minilm] [--mode processes|threads|both]
+                                [--db PATH] [--profile] [--save | --json-out PATH]
 
 Results go to benchmarks/results/local/server.json (ignored); ``--save`` writes
 benchmarks/results/server.json, the figures the README quotes.
 
-It builds a file of ``--size`` learnings over five users (the generator of benchmarks/scale.py),
-then, in one run:
+It builds a file of ``--size`` learnings over five users (the generator of benchmarks/scale.py;
+``--db PATH`` builds it there once and reuses it, runs then add to it), then, in one run:
 
 1. in-process: ``Memory.context()`` p50/p95 over ``--queries`` queries, with the default Settings
    (the server's too: the Application is written off the request's path), and with the
@@ -15,15 +16,22 @@ then, in one run:
 2. starts ``graphmem serve`` on the file as a subprocess (one owner) and measures ``Client.context()``
    p50/p95 over HTTP for the same queries (one client, sequential);
 3. throughput of contexts for ``--seconds`` with one client, then with ``--clients`` concurrent
-   clients (threads, one Client each, one user each): requests/s, p50/p95, errors, and the ratio;
+   clients (one Client each, on the five users' keys in turn): requests/s, p50/p95, errors, and
+   the ratio. ``--mode``: the clients are separate processes (as real agents are), threads of the
+   benchmark's process (they share its interpreter lock and its CPU), or both (default; the
+   processes' figures are the headline ones). Every client connects first; the window opens when
+   all are ready;
 4. adds/s with ``--clients`` concurrent clients (every client told "committed" is counted), and that
    every acknowledged learning is there afterwards;
 5. the server's resident memory (VmRSS) at the end.
 
-Beside the latencies it reports the server's own share, which a busy machine blurs less: the
-p50 of ``Memory.context()`` inside the server (the ``timings_ms["total"]`` each answer carries),
-and the server process's CPU time (all its threads, /proc) per context, sequential and with
-``--clients`` clients.
+Beside the latencies it reports CPU time, which a busy machine blurs less than wall time: per
+context, the server process's (all its threads, /proc), its main thread's alone (the event loop),
+the request threads' inside ``Memory.context`` (the server's ``graphmem_context_cpu_seconds``
+counter), and the clients' own. The event loop and ``context()`` run Python under the interpreter
+lock: their sum bounds the contexts/s one server process can reach however many clients ask.
+``--profile`` runs the server with ``GRAPHMEM_SERVER_PROFILE`` (cProfile per thread, slower) and
+adds the CPU by thread and the top functions to the JSON.
 
 The machine may be shared and busy: figures are indicative, rerun on a quiet machine.
 """
@@ -139,6 +147,18 @@ def _process_client(job: tuple[Any, ...], ready: Any, go: Any, out: Any) -> None
                  "thread_cpu_s": 0.0})
 
 
+def context_cpu_ms(url: str, key: str) -> float:
+    """The CPU time the server's request threads spent inside Memory.context so far (ms; its
+    /metrics counter; NaN when the server has none)."""
+    import httpx
+
+    text = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {key}"}, timeout=30).text
+    for line in text.splitlines():
+        if line.startswith("graphmem_context_cpu_seconds_total "):
+            return float(line.split()[1]) * 1e3
+    return float("nan")
+
+
 def load(url: str, keys: list[str], clients: int, seconds: float, qs: list[dict[str, Any]], op: str,
          mode: str = "processes", server_pid: int | None = None) -> dict[str, Any]:
     """``clients`` clients doing ``op`` (context | add) for ``seconds``: separate processes (as
@@ -166,12 +186,14 @@ def load(url: str, keys: list[str], clients: int, seconds: float, qs: list[dict[
             go.set()
             raise RuntimeError("a client did not connect")
     before = (cpu_ms(server_pid), cpu_ms(server_pid, server_pid)) if server_pid else (0.0, 0.0)
+    ctx_before = context_cpu_ms(url, keys[0])
     t0 = time.perf_counter()
     go.set()
     for _ in procs:
         results.append(out.get(timeout=seconds + 300))
     elapsed = time.perf_counter() - t0
     after = (cpu_ms(server_pid), cpu_ms(server_pid, server_pid)) if server_pid else (0.0, 0.0)
+    ctx_after = context_cpu_ms(url, keys[0])
     for p in procs:
         p.join(timeout=60)
     lat = [x for r in results for x in r["lat"]]
@@ -185,6 +207,7 @@ def load(url: str, keys: list[str], clients: int, seconds: float, qs: list[dict[
     if server_pid:
         out_["server_cpu_ms_per_request"] = (after[0] - before[0]) / n
         out_["server_loop_cpu_ms_per_request"] = (after[1] - before[1]) / n
+        out_["server_context_cpu_ms_per_request"] = (ctx_after - ctx_before) / n
     return out_
 
 
@@ -313,6 +336,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return res
 
 
+def _cpu_row(m: dict[str, Any]) -> str:
+    return (f"{m['server_cpu_ms_per_request']:.1f} ({m['server_loop_cpu_ms_per_request']:.1f} + "
+            f"{m.get('server_context_cpu_ms_per_request', float('nan')):.1f}) / {m['client_cpu_ms_per_request']:.1f}")
+
+
 def print_table(r: dict[str, Any]) -> None:
     """The figures as a small text table."""
     n = r["context_n_clients"]["clients"]
@@ -339,13 +367,13 @@ def print_table(r: dict[str, Any]) -> None:
             (f"contexts/s, {n} clients ({mode})", f"{many['per_s']:.0f} (p95 {many['p95_ms']:.1f} ms, "
                                                   f"{many['errors']} errors)"),
             (f"  throughput {n} clients / 1 client ({mode})", f"{m['throughput_ratio']:.2f}x"),
-            ("  CPU per context, server (its event loop) / clients, 1 client (ms)",
-             f"{one['server_cpu_ms_per_request']:.1f} ({one['server_loop_cpu_ms_per_request']:.1f}) / "
-             f"{one['client_cpu_ms_per_request']:.1f}"),
-            (f"  CPU per context, server (its event loop) / clients, {n} clients (ms)",
-             f"{many['server_cpu_ms_per_request']:.1f} ({many['server_loop_cpu_ms_per_request']:.1f}) / "
-             f"{many['client_cpu_ms_per_request']:.1f}"),
+            ("  CPU per context, server (event loop + context()) / clients, 1 client (ms)", _cpu_row(one)),
+            (f"  CPU per context, server (event loop + context()) / clients, {n} clients (ms)", _cpu_row(many)),
         ]
+        locked = many["server_loop_cpu_ms_per_request"] + many.get("server_context_cpu_ms_per_request", float("nan"))
+        if locked == locked and locked > 0:  # not NaN
+            rows.append(("  bound from the interpreter lock: 1000 / (event loop + context()) (contexts/s)",
+                         f"{1000 / locked:.0f} ({1000 / locked / one['per_s']:.2f}x the 1-client rate)"))
     rows += [
         (f"adds/s, {n} clients", f"{r['adds_n_clients']['per_s']:.0f} (p95 {r['adds_n_clients']['p95_ms']:.1f} ms, "
                                  f"{r['adds_n_clients']['errors']} errors, {r['adds_lost']} lost)"),

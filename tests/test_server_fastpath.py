@@ -6,6 +6,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,23 +36,26 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, Ser
     _fill(root / "a.kuzu")
     shutil.copyfile(root / "a.kuzu", root / "b.kuzu")
     with ExitStack() as stack:
-        fast = stack.enter_context(serve_in_thread(root / "a.kuzu", settings=SETTINGS, mcp=False))
-        slow = stack.enter_context(serve_in_thread(root / "b.kuzu", settings=SETTINGS, mcp=False, fast_context=False))
+        clock = FixedClock(datetime.now(UTC))  # the same "now" for both: the quality prior decays with it
+        fast = stack.enter_context(serve_in_thread(root / "a.kuzu", settings=SETTINGS, mcp=False, clock=clock))
+        slow = stack.enter_context(serve_in_thread(root / "b.kuzu", settings=SETTINGS, mcp=False, clock=clock,
+                                                   fast_context=False))
         yield fast, slow
 
 
+class FixedClock:
+    """A clock that stands still at ``start``."""
+
+    def __init__(self, start: datetime) -> None:
+        self.start = start
+
+    def __call__(self) -> datetime:
+        return self.start
+
+
 def _comparable(answer: dict[str, Any]) -> Any:
-    """The answer without its own id and timings, floats to 6 places (the quality prior decays
-    with the clock, which moves between the two servers' answers)."""
-    return _rounded({k: v for k, v in answer.items() if k not in ("id", "timings_ms")})
-
-
-def _rounded(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_rounded(v) for v in value]
-    return round(value, 6) if isinstance(value, float) else value
+    """The answer without its own id and timings."""
+    return {k: v for k, v in answer.items() if k not in ("id", "timings_ms")}
 
 
 CALLS = [
@@ -131,3 +135,23 @@ def test_unknown_key_and_the_x_api_key_header(pair: tuple[Served, Served]) -> No
     b = httpx.post(f"{slow.url}/v1/context", json=CALLS[0], headers={"X-API-Key": slow.keys["alice"]})
     assert a.status_code == b.status_code == 200
     assert json.loads(a.content)["learnings"]
+
+
+def test_the_opt_in_profile_reports_threads_and_functions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphmem.server import profiling
+
+    _fill(tmp_path / "p.kuzu")
+    out = tmp_path / "profile.json"
+    monkeypatch.setenv(profiling.ENV, str(out))
+    monkeypatch.setattr(profiling, "ACTIVE", None)
+    with serve_in_thread(tmp_path / "p.kuzu", settings=SETTINGS, mcp=False) as served, \
+            Client(served.url, api_key=served.keys["alice"]) as alice:
+        for _ in range(3):
+            assert alice.context("email Dana about the invoice", tool="send_email").learnings
+    report = json.loads(out.read_text())
+    assert report["profiled_calls"] == 3
+    assert report["profiled_cpu_s"]["workers (profiled calls)"] > 0
+    assert any(t["role"] == "event-loop" and t["cpu_ms"] > 0 for t in report["threads"])
+    assert any("context" in row["function"] for row in report["top"]["workers"])
+    assert Path(str(out) + ".prof").stat().st_size > 0
+    monkeypatch.setattr(profiling, "ACTIVE", None)

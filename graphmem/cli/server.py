@@ -60,7 +60,7 @@ def serve_cmd(
                   highlight=False)
     uvicorn.run(application, host=host, port=port, log_level=log_level, ssl_keyfile=ssl_keyfile,
                 ssl_certfile=ssl_certfile, timeout_graceful_shutdown=10,
-                access_log=log_level in ("debug", "trace"))  # /metrics counts requests
+                access_log=log_level in ("info", "debug", "trace"))  # shown only at these levels
 
 
 @command("add", target=keys_app)

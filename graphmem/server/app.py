@@ -26,7 +26,8 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,13 +82,15 @@ def create_app(
     background: bool = True,
     mcp: bool = True,
     fast_context: bool = True,
+    clock: Callable[[], datetime] | None = None,
 ) -> FastAPI:
     """The server app over ``db`` (or an existing ``owner``). The owner opens the file at once and
     releases it when the app shuts down. ``fast_context``: answer valid ``POST /v1/context``
-    requests without the framework's routing (:mod:`graphmem.server.fastpath`; same answers)."""
+    requests without the framework's routing (:mod:`graphmem.server.fastpath`; same answers).
+    ``clock``: the Memories' clock (tests inject one)."""
     if owner is None:
         owner = Owner(db, keys=keys or KeyStore(), embedder=embedder or HashEmbedder(), llm=llm,
-                      settings=settings, background=background)
+                      settings=settings, background=background, clock=clock)
     mcp_server = None
     if mcp:
         from graphmem.server.mcp_server import build_mcp

@@ -16,6 +16,7 @@ already read, so every error answer is the one the endpoint gives. An error rais
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import anyio.to_thread
@@ -105,7 +106,11 @@ class ContextFastPath:
 
         with self.owner.reading():
             prof = profiling.ACTIVE
-            ctx = call() if prof is None else prof.run(call)
+            cpu = time.thread_time()
+            try:
+                ctx = call() if prof is None else prof.run(call)
+            finally:
+                self.owner.metrics.context_cpu.inc(time.thread_time() - cpu)
         return context_json(ctx)
 
 
