@@ -112,8 +112,10 @@ def _client_loop(url: str, key: str, n: int, qs: list[dict[str, Any]], op: str, 
     errors: list[str] = []
     acked: list[str] = []
     with Client(url, api_key=key, retries=20) as c:
-        c.whoami()  # connected before the window opens
-        ready.release()
+        try:
+            c.whoami()  # connected before the window opens
+        finally:
+            ready.release()  # a client that failed to connect is reported, not waited for
         if not go.wait(timeout=300):
             raise RuntimeError("the load never started")
         stop = time.perf_counter() + seconds
