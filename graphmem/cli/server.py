@@ -59,7 +59,8 @@ def serve_cmd(
     console.print(f"graphmem serving {state.db} at {scheme}://{host}:{port} ({len(store)} keys; docs at /docs)",
                   highlight=False)
     uvicorn.run(application, host=host, port=port, log_level=log_level, ssl_keyfile=ssl_keyfile,
-                ssl_certfile=ssl_certfile, timeout_graceful_shutdown=10)
+                ssl_certfile=ssl_certfile, timeout_graceful_shutdown=10,
+                access_log=log_level in ("info", "debug", "trace"))  # shown only at these levels
 
 
 @command("add", target=keys_app)

@@ -33,24 +33,29 @@ _WORD = re.compile(r"[\w][\w'&.-]*", re.UNICODE)
 
 
 class UserColumn:
-    """A cached boolean column "row belongs to user U", rebuilt only when the catalog changed."""
+    """Cached boolean columns "row belongs to user U", one per user, each rebuilt only when the
+    catalog changed (a server answers many users in turn: one slot would be rebuilt each time)."""
+
+    MAX_USERS = 256  # columns kept at most (all dropped past it)
 
     def __init__(self) -> None:
-        self._cached: tuple[tuple[object, ...], np.ndarray] | None = None
+        self._cached: dict[str, tuple[tuple[object, ...], np.ndarray]] = {}
 
     def mask(self, catalog: LearningCatalog, user: str) -> np.ndarray:
         """True where the row's learning belongs to ``user``.
 
         The key and the mask are stored and read as one tuple, so threads sharing the cache
-        (Memories for several users) never pair one user's key with another user's mask.
+        (Memories for several users) never pair one catalog state with another's mask.
         """
         n = len(catalog)
         key = (id(catalog.user), catalog.generation, n, user)
-        cached = self._cached
+        cached = self._cached.get(user)
         if cached is not None and cached[0] == key:
             return cached[1]
         mask = np.fromiter((u == user for u in catalog.user[:n]), dtype=bool, count=n)
-        self._cached = (key, mask)
+        if len(self._cached) >= self.MAX_USERS:
+            self._cached = {}
+        self._cached[user] = (key, mask)
         return mask
 
 

@@ -23,9 +23,11 @@ StoreError            500     the database refused an operation
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,9 @@ from graphmem.embed import Embedder, HashEmbedder
 from graphmem.server.auth import KeyStore, Principal, bearer_key
 from graphmem.server.core import BusyError, Owner
 from graphmem.server.deps import ApiError, metrics_reader, principal
+from graphmem.server.fastpath import ContextFastPath
 from graphmem.server.metrics import CONTENT_TYPE
+from graphmem.server.profiling import loop_profile
 
 log = logging.getLogger("graphmem.server")
 
@@ -77,12 +81,16 @@ def create_app(
     owner: Owner | None = None,
     background: bool = True,
     mcp: bool = True,
+    fast_context: bool = True,
+    clock: Callable[[], datetime] | None = None,
 ) -> FastAPI:
     """The server app over ``db`` (or an existing ``owner``). The owner opens the file at once and
-    releases it when the app shuts down."""
+    releases it when the app shuts down. ``fast_context``: answer valid ``POST /v1/context``
+    requests without the framework's routing (:mod:`graphmem.server.fastpath`; same answers).
+    ``clock``: the Memories' clock (tests inject one)."""
     if owner is None:
         owner = Owner(db, keys=keys or KeyStore(), embedder=embedder or HashEmbedder(), llm=llm,
-                      settings=settings, background=background)
+                      settings=settings, background=background, clock=clock)
     mcp_server = None
     if mcp:
         from graphmem.server.mcp_server import build_mcp
@@ -96,11 +104,12 @@ def create_app(
         await anyio.to_thread.run_sync(owner.warm_up)
         owner.start()
         try:
-            if mcp_server is not None:
-                async with mcp_server.session_manager.run():
+            with loop_profile():  # off unless GRAPHMEM_SERVER_PROFILE is set
+                if mcp_server is not None:
+                    async with mcp_server.session_manager.run():
+                        yield
+                else:
                     yield
-            else:
-                yield
         finally:
             owner.close()
 
@@ -139,6 +148,20 @@ def create_app(
         http_app = mcp_server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
                                                  json_response=True)
         app.router.routes.extend(http_app.routes)
+    context_route = next((r for r in routes_retrieval.router.routes if getattr(r, "path", None) == "/v1/context"
+                          and "POST" in getattr(r, "methods", ())), None)
+
+    async def handle_error(scope: Scope, exc: Exception) -> Response:
+        """The app's own exception handler's answer for ``exc`` (the fast path's errors)."""
+        handlers = app.exception_handlers
+        handler = next((handlers[c] for c in type(exc).__mro__ if c in handlers), handlers.get(Exception))
+        if handler is None:
+            raise exc
+        response = handler(Request(scope), exc)
+        return await response if inspect.isawaitable(response) else response
+
+    if fast_context:
+        app.add_middleware(ContextFastPath, owner=owner, handle_error=handle_error, route=context_route)
     if mcp_server is not None:
         app.add_middleware(McpAuth, owner=owner)
     app.add_middleware(Instrument, owner=owner)

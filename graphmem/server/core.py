@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,10 +82,12 @@ class Owner:
         llm: Any = None,
         settings: Settings | None = None,
         background: bool = True,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.keys = keys
-        self.root = Memory(db, user="graphmem-server", embedder=embedder, llm=llm, settings=self.settings)
+        self.root = Memory(db, user="graphmem-server", embedder=embedder, llm=llm, settings=self.settings,
+                           clock=clock)
         self._users: dict[str, Memory] = {}
         self._users_lock = threading.Lock()
         self.gate = WriteGate(self.settings.server_write_queue, self.settings.server_retry_after_s)

@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 
 from graphmem.errors import GraphmemError
 from graphmem.memory import Memory
+from graphmem.server import profiling
 from graphmem.server.auth import Principal
 from graphmem.server.core import Owner
 
@@ -103,13 +104,15 @@ async def admin(who: Principal = Depends(principal)) -> Principal:
 def write(request: Request, fn: Callable[[], T]) -> T:
     """Run a write through the owner's bounded write gate (503 + Retry-After when it is full)."""
     with owner_of(request).writing():
-        return fn()
+        prof = profiling.ACTIVE
+        return fn() if prof is None else prof.run(fn)
 
 
 def read(request: Request, fn: Callable[[], T]) -> T:
     """Run a read (concurrently with other reads)."""
     with owner_of(request).reading():
-        return fn()
+        prof = profiling.ACTIVE
+        return fn() if prof is None else prof.run(fn)
 
 
 _ADAPTERS: dict[Any, TypeAdapter[Any]] = {}

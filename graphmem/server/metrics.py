@@ -31,6 +31,10 @@ class Metrics:
             "graphmem_summaries_refreshed", "Summaries refreshed (background and on request)", registry=r
         )
         self.cycles = Counter("graphmem_cycles", "Lifecycle cycles run", registry=r)
+        self.context_cpu = Counter(
+            "graphmem_context_cpu_seconds", "CPU time the request threads spent in Memory.context (their own clock)",
+            registry=r,
+        )
         store = owner.root.store
         Gauge("graphmem_learnings", "Learnings in the database", registry=r).set_function(
             lambda: float(len(store.learning_catalog))

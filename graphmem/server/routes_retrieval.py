@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from pydantic import TypeAdapter
@@ -31,10 +33,14 @@ def context_json(ctx: AssembledContext) -> bytes:
 def context(body: s.ContextRequest, request: Request, mem: Memory = Depends(writer)) -> Response:
     """What an agent should see before acting: preferences and ranked learnings (``prompt`` is the
     text to put in its prompt). Recorded as an Application: pass ``id`` to /v1/outcomes."""
-    ctx = read(request, lambda: mem.context(
-        body.query, tool=body.tool, entities=body.entities, topics=body.topics,
-        objective_type=body.objective_type, limit=body.limit, token_budget=body.token_budget,
-    ))
+    cpu = time.thread_time()
+    try:
+        ctx = read(request, lambda: mem.context(
+            body.query, tool=body.tool, entities=body.entities, topics=body.topics,
+            objective_type=body.objective_type, limit=body.limit, token_budget=body.token_budget,
+        ))
+    finally:
+        owner_of(request).metrics.context_cpu.inc(time.thread_time() - cpu)
     return Response(context_json(ctx), media_type="application/json")
 
 
