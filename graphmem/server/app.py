@@ -77,12 +77,13 @@ def create_app(
     owner: Owner | None = None,
     background: bool = True,
     mcp: bool = True,
+    bolt_auth: tuple[str, str] | None = None,
 ) -> FastAPI:
     """The server app over ``db`` (or an existing ``owner``). The owner opens the file at once and
-    releases it when the app shuts down."""
+    releases it when the app shuts down. ``bolt_auth``: (user, password) when ``db`` is a bolt:// URL."""
     if owner is None:
         owner = Owner(db, keys=keys or KeyStore(), embedder=embedder or HashEmbedder(), llm=llm,
-                      settings=settings, background=background)
+                      settings=settings, background=background, bolt_auth=bolt_auth)
     mcp_server = None
     if mcp:
         from graphmem.server.mcp_server import build_mcp

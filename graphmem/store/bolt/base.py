@@ -121,12 +121,42 @@ class _Driver:
             self.driver.close()
 
 
+class ConflictRetry:
+    """When and how often a transaction refused for a conflict is replayed.
+
+    ArcadeDB (and Neo4j) refuse a commit when another transaction changed the same records
+    (``Neo.TransientError.*``; every graphmem write moves the shared write counter, so two
+    processes' overlapping writes always conflict), and a uniqueness constraint fails when two
+    transactions MERGE the same new key. Both are retried: up to ``attempts`` times, after
+    ``base_delay * 2**(n-1)`` seconds (plus jitter, at most ``max_delay``)."""
+
+    def __init__(self, attempts: int = 8, base_delay: float = 0.01, max_delay: float = 0.5) -> None:
+        self.attempts, self.base_delay, self.max_delay = attempts, base_delay, max_delay
+        self.retried = 0  # transactions replayed
+        self.gave_up = 0  # replays abandoned (a statement saw other rows)
+
+    def retryable(self, e: Exception, log: list[tuple[str, dict[str, Any], list[dict[str, Any]]]], cypher: str) -> bool:
+        """A transient error, or a uniqueness clash of a transaction that MERGEs."""
+        import neo4j.exceptions as nx
+
+        if isinstance(e, nx.TransientError):
+            return True
+        if isinstance(e, nx.ConstraintError | nx.ClientError) and "duplicated key" in str(e).lower():
+            return "MERGE" in cypher.upper() or any("MERGE" in c.upper() for c, _, _ in log)
+        return False
+
+    def wait(self, attempt: int) -> None:
+        import random
+
+        time.sleep(min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * (0.5 + random.random()))
+
+
 class BoltConnection:
     """One driver session: auto-commit statements, or one explicit transaction at a time."""
 
     def __init__(self, db: _Driver, schema: bolt_schema.Schema, types: Mapping[str, str],
                  on_commit_generation: Callable[[int], None] | None = None,
-                 gen_lock: threading.Lock | None = None) -> None:
+                 gen_lock: threading.Lock | None = None, retry: ConflictRetry | None = None) -> None:
         self._db = db
         self._schema = schema
         self._types = types
@@ -134,6 +164,8 @@ class BoltConnection:
         self._session: Any = None
         self._tx: Any = None
         self._on_gen = on_commit_generation
+        self.retry = retry or ConflictRetry()
+        self._log: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []  # the open transaction's statements
 
     def _sess(self) -> Any:
         if self._session is None:
@@ -148,18 +180,14 @@ class BoltConnection:
         try:
             if word.startswith("BEGIN TRANSACTION"):
                 self._tx = self._sess().begin_transaction()
+                self._log = []
                 return empty
             if word == "COMMIT":
-                tx, self._tx = self._tx, None
-                if tx is not None:
-                    with self._gen_lock:  # a freshness check waits for the counter of our own commit
-                        gen = tx.run(_GEN_BUMP).single()
-                        tx.commit()
-                        if self._on_gen is not None and gen is not None:
-                            self._on_gen(int(gen["n"]))
+                if self._tx is not None:
+                    self._commit()
                 return empty
             if word == "ROLLBACK":
-                tx, self._tx = self._tx, None
+                tx, self._tx, self._log = self._tx, None, []
                 if tx is not None:
                     with suppress(Exception):
                         tx.rollback()
@@ -174,17 +202,83 @@ class BoltConnection:
         return self._query(dialect.translate(cypher), dialect.to_wire(dict(params or {})))
 
     def _query(self, cypher: str, params: dict[str, Any]) -> _Rows:
-        try:
-            runner = self._tx if self._tx is not None else self._sess()
-            result = runner.run(cypher, params)
-            keys = list(result.keys())
-            rows = [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
-        except Exception as e:
-            self._reset_after_error()
-            raise BoltQueryError(f"{type(e).__name__}: {_message(e)}") from e
+        attempt = 0
+        while True:
+            try:
+                keys, rows = self._run_one(cypher, params)
+                break
+            except Exception as e:
+                if self._tx is not None and self.retry.retryable(e, self._log, cypher) and attempt < self.retry.attempts:
+                    attempt += 1
+                    if self._replay(attempt):  # the transaction so far again, then this statement
+                        continue
+                self._reset_after_error()
+                raise BoltQueryError(f"{type(e).__name__}: {_message(e)}") from e
+        if self._tx is not None:
+            self._log.append((cypher, params, rows))
         if not keys:  # ArcadeDB sends no column names for a label that has no node yet
             keys = _aliases(cypher)
         return _Rows(keys, rows, self._types)
+
+    def _run_one(self, cypher: str, params: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+        runner = self._tx if self._tx is not None else self._sess()
+        result = runner.run(cypher, params)
+        keys = list(result.keys())
+        return keys, [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
+
+    def _commit(self) -> None:
+        """Bump the shared write counter and commit; when the engine refuses the commit because
+        another transaction changed the same records (a transient conflict), replay this
+        transaction's statements in a new one and commit again (bounded, with backoff)."""
+        attempt = 0
+        while True:
+            tx = self._tx
+            try:
+                with self._gen_lock:  # a freshness check waits for the counter of our own commit
+                    gen = tx.run(_GEN_BUMP).single()
+                    tx.commit()
+                    self._tx, self._log = None, []
+                    if self._on_gen is not None and gen is not None:
+                        self._on_gen(int(gen["n"]))
+                return
+            except Exception as e:
+                if self.retry.retryable(e, self._log, "") and attempt < self.retry.attempts:
+                    attempt += 1
+                    if self._replay(attempt):
+                        continue
+                self._tx, self._log = None, []
+                with suppress(Exception):
+                    tx.rollback()
+                raise
+
+    def _replay(self, attempt: int) -> bool:
+        """Roll back, wait, and run the logged statements in a new transaction. False (and the
+        transaction left closed) when a statement now returns other rows than the first time:
+        the caller's decisions may rest on them, so the conflict is the caller's to handle."""
+        old, log = self._tx, self._log
+        with suppress(Exception):
+            old.rollback()
+        self.retry.wait(attempt)
+        self._tx, self._log = None, []
+        try:
+            self._tx = self._sess().begin_transaction()
+            for cypher, params, rows in log:
+                _, again = self._run_one(cypher, params)
+                if again != rows:
+                    self.retry.gave_up += 1
+                    with suppress(Exception):
+                        self._tx.rollback()
+                    self._tx = None
+                    return False
+                self._log.append((cypher, params, rows))
+        except Exception:
+            with suppress(Exception):
+                self._tx.rollback()
+            self._tx = None
+            self.retry.gave_up += 1
+            return False
+        self.retry.retried += 1
+        return True
 
     def _reset_after_error(self) -> None:
         """A failed statement can leave the session unusable: a new one for the next statement
@@ -198,7 +292,7 @@ class BoltConnection:
         if self._tx is not None:
             with suppress(Exception):
                 self._tx.rollback()
-            self._tx = None
+            self._tx, self._log = None, []
         if self._session is not None:
             with suppress(Exception):
                 self._session.close()
@@ -273,7 +367,9 @@ class BoltBase(KuzuBase):
         self._reloading = False
         self._bolt = _Driver(server, auth, database or named)
         self._gen_lock = threading.Lock()
-        self._main = BoltConnection(self._bolt, self.bolt_schema, self._types, self._committed_generation, self._gen_lock)
+        self.conflict_retry = ConflictRetry()
+        self._main = BoltConnection(self._bolt, self.bolt_schema, self._types, self._committed_generation, self._gen_lock,
+                                    self.conflict_retry)
         self._db = self._bolt  # type: ignore[assignment]
         self._conn_main = self._main  # type: ignore[assignment]
         self.schema_version = self._prepare_schema()
@@ -306,10 +402,16 @@ class BoltBase(KuzuBase):
             return version  # constraints were made with the bookkeeping (3 s on ArcadeDB: not on every open)
         with self._lock.exclusive():
             for stmt in bolt_schema.ddl(self.bolt_schema):
-                try:
-                    conn.execute(stmt)
-                except BoltQueryError as e:
-                    raise StoreError(f"could not create graphmem's constraints at {self.url}: {e}") from e
+                for attempt in range(1, 4):  # another process may be creating the same ones
+                    try:
+                        conn.execute(stmt)
+                        break
+                    except BoltQueryError as e:
+                        if "already" in str(e).lower():
+                            break
+                        if attempt == 3:
+                            raise StoreError(f"could not create graphmem's constraints at {self.url}: {e}") from e
+                        self.conflict_retry.wait(attempt + 3)
             if not meta or version < self.bolt_schema.version:
                 conn.execute("BEGIN TRANSACTION")
                 try:
@@ -375,7 +477,7 @@ class BoltBase(KuzuBase):
             raise StoreError("this Memory is closed; open a new one")
         conn: BoltConnection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = BoltConnection(self._bolt, self.bolt_schema, self._types)
+            conn = BoltConnection(self._bolt, self.bolt_schema, self._types, retry=self.conflict_retry)
             self._local.conn = conn
         return conn
 
