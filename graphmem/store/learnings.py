@@ -353,6 +353,10 @@ class LearningStore(KuzuBase):
         if isinstance(result, list):
             result = result[-1]
         table = health.split_rows(self, "Learning", result.get_as_arrow(chunk_size=1_000_000))  # bad rows left out
+        if table.num_rows > 1:  # rows in id order, not the engine's scan order: ranking's seeded draws
+            import pyarrow.compute as pc  # (canaries) take rows in mirror order, the same on every engine
+
+            table = table.take(pc.sort_indices(table, sort_keys=[("id", "ascending")]))
         n = table.num_rows
         # Keep the rows (Arrow holds them compactly): get_learning builds a model from them on
         # demand for any learning not written since, instead of a Kùzu round trip.

@@ -16,6 +16,7 @@ were built at, and rebuilds them when another process moved it (see the package 
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -104,12 +105,15 @@ def _arrow_type(kuzu_type: str) -> Any:
 
 
 class _Driver:
-    """The shared neo4j driver (thread-safe) and the database name; ``close()`` like kuzu.Database."""
+    """The shared neo4j driver (thread-safe) and the database name; ``close()`` like kuzu.Database.
+    Without ``auth``, the credentials come from GRAPHMEM_BOLT_USER / GRAPHMEM_BOLT_PASSWORD when set."""
 
     def __init__(self, url: str, auth: tuple[str, str] | None, database: str | None) -> None:
         import neo4j
 
         self.database = database
+        if auth is None and os.environ.get("GRAPHMEM_BOLT_USER"):
+            auth = (os.environ["GRAPHMEM_BOLT_USER"], os.environ.get("GRAPHMEM_BOLT_PASSWORD", ""))
         try:
             self.driver = neo4j.GraphDatabase.driver(url, auth=auth)
             self.driver.verify_connectivity()
@@ -372,7 +376,12 @@ class BoltBase(KuzuBase):
                                     self.conflict_retry)
         self._db = self._bolt  # type: ignore[assignment]
         self._conn_main = self._main  # type: ignore[assignment]
-        self.schema_version = self._prepare_schema()
+        try:
+            self.schema_version = self._prepare_schema()
+        except BaseException:  # e.g. a newer schema or another embedder: release the connection
+            self._main.close()
+            self._bolt.close()
+            raise
 
     # --- schema ---------------------------------------------------------------------------
     def _prepare_schema(self) -> int:
@@ -412,6 +421,8 @@ class BoltBase(KuzuBase):
                         if attempt == 3:
                             raise StoreError(f"could not create graphmem's constraints at {self.url}: {e}") from e
                         self.conflict_retry.wait(attempt + 3)
+            if meta and version < self.bolt_schema.version:
+                self._migrate(conn, version)
             if not meta or version < self.bolt_schema.version:
                 conn.execute("BEGIN TRANSACTION")
                 try:
@@ -423,6 +434,23 @@ class BoltBase(KuzuBase):
                     conn.execute("ROLLBACK")
                     raise
         return self.bolt_schema.version
+
+    def _migrate(self, conn: BoltConnection, version: int) -> None:
+        """Bring a database at an older schema version forward, one schema file per transaction
+        (the version moves with each; a process stopped half-way resumes at the next file)."""
+        for target, statements in bolt_schema.migration_steps(self.dim, version):
+            conn.execute("BEGIN TRANSACTION")
+            try:
+                for stmt in statements:
+                    conn.execute(stmt)
+                conn.execute("MERGE (m:Meta {key: 'schema_version'}) SET m.value = $v", {"v": str(target)})
+                conn.execute("COMMIT")
+            except BoltQueryError as e:
+                conn.execute("ROLLBACK")
+                raise StoreError(f"could not migrate {self.url} to schema version {target}: {e}") from e
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     def _committed_generation(self, n: int) -> None:
         """After our own commit: the mirrors are current if nobody else committed in between."""
