@@ -64,3 +64,26 @@ def test_a_newer_database_is_refused(bolt_url: str, arcade: ArcadeServer) -> Non
         store.close()
     with pytest.raises(SchemaVersionError):
         _open(bolt_url, arcade.auth)
+
+
+def test_analyst_writes_on_bolt(bolt_url: str, arcade: ArcadeServer) -> None:  # noqa: F811
+    from graphmem import Memory
+    from graphmem.errors import CypherError
+    from tests.conftest import offline_llm
+
+    with Memory(bolt_url, user="alice", bolt_auth=arcade.auth, embedder=HashEmbedder(), llm=offline_llm(), admin=True) as mem:
+        ident = mem.add_learning("Dana at Acme wants bullet points", tool="send_email").id
+        rows = mem.cypher("MATCH (l:Learning {id: $id}) SET l.confidence = 0.42 RETURN count(l) AS n",
+                          {"id": ident}, scope="all", write=True)
+        assert rows == [{"n": 1}]
+        assert mem.get_learning(ident).confidence == pytest.approx(0.42)  # the mirrors were re-read
+        with pytest.raises(CypherError):  # a write without write=True
+            mem.cypher("MATCH (l:Learning) SET l.confidence = 0.1", scope="all")
+        with pytest.raises(CypherError, match="Meta"):
+            mem.cypher("MATCH (m:Meta {key: 'dim'}) SET m.value = '7'", scope="all", write=True)
+        assert mem.store.read("MATCH (m:Meta {key: 'dim'}) RETURN m.value AS v")[0]["v"] == str(mem.embedder.dim)
+        with pytest.raises(CypherError):
+            mem.cypher("DROP INDEX gm_learning_user_id", scope="all", write=True)
+        with pytest.raises(CypherError):
+            mem.cypher("MATCH (l:Learning) RETURN l; MATCH (n) DETACH DELETE n", scope="all", write=True)
+        assert mem.get_learning(ident).confidence == pytest.approx(0.42)

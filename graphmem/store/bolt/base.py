@@ -37,6 +37,8 @@ from graphmem.store.locks import ReadWriteLock
 
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
+#: clauses that write: refused in an analyst's read-only Cypher (which also runs in a rolled-back transaction)
+_WRITE_CLAUSES = frozenset({"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "FOREACH"})
 _GEN_READ = "MATCH (m:Meta {key: 'generation'}) RETURN m.n AS n"
 _GEN_BUMP = "MERGE (m:Meta {key: 'generation'}) SET m.n = coalesce(m.n, 0) + 1 RETURN m.n AS n"
 
@@ -540,29 +542,76 @@ class BoltBase(KuzuBase):
 
     def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False,
                force: bool = False, timeout_ms: int | None = None) -> list[dict[str, Any]]:
-        """An analyst's Cypher, sent as it is (the engine's own dialect) in a read-only session.
-
-        Writes are refused on Bolt for now (KuzuBase checks and rewrites them; that check is
-        Kùzu's parser's, not ported)."""
+        """An analyst's Cypher, sent as it is (the engine's own dialect): in a read-only session,
+        or with ``write`` in one of the store's write transactions (see :meth:`_analyst_write`)."""
         if write:
-            from graphmem.errors import ReadOnlyError
-
-            raise ReadOnlyError("analyst Cypher that writes is not supported on a Bolt store yet; use Memory's methods")
+            return self._analyst_write(query, params, force=force)
         if self._deferred:
             self.flush_deferred()
         import neo4j
 
+        from graphmem.errors import CypherError
+        from graphmem.store import analyst
+
+        if not query or not query.strip():
+            raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
+        analyst.check_text(query, write=False, force=False)
+        toks = analyst.tokens(query)
+        clause = {t.upper() for i, (kind, t) in enumerate(toks) if kind == "word" and (i == 0 or toks[i - 1] != ("other", "."))}
+        if clause & _WRITE_CLAUSES:
+            raise CypherError("this query writes to the graph; pass write=True (CLI: --write) if you mean it")
         check_db_params(params)
         timeout = None if timeout_ms is None else timeout_ms / 1000.0
-        try:
+        try:  # in a transaction that is always rolled back: a write the checks missed is undone
             with self._bolt.driver.session(database=self._bolt.database, default_access_mode=neo4j.READ_ACCESS) as s:
-                result = s.run(neo4j.Query(query, timeout=timeout), dialect.to_wire(dict(params or {})))
-                keys = list(result.keys())
-                return [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
+                tx = s.begin_transaction(timeout=timeout)
+                try:
+                    result = tx.run(query, dialect.to_wire(dict(params or {})))
+                    keys = list(result.keys())
+                    return [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
+                finally:
+                    with suppress(Exception):
+                        tx.rollback()
         except Exception as e:
-            from graphmem.errors import CypherError
-
             raise CypherError(f"query failed: {_message(e)}") from e
+
+    def _analyst_write(self, query: str, params: Mapping[str, Any] | None, *, force: bool) -> list[dict[str, Any]]:
+        """An analyst's write: the statement-kind gate of :mod:`graphmem.store.analyst` (no file,
+        code or transaction control), one statement, no index or constraint change and no change to
+        graphmem's Meta bookkeeping without ``force``; run in a store transaction (so it moves the
+        shared write counter and other processes reload), rolled back on any refusal."""
+        from graphmem.errors import CypherError, ReadOnlyError
+        from graphmem.store import analyst
+
+        if self.read_only:
+            raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
+        if not query or not query.strip():
+            raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
+        analyst.check_text(query, write=True, force=force)
+        toks = analyst.tokens(query)
+        if ("other", ";") in toks[:-1]:
+            raise CypherError("pass a single Cypher statement")
+        words = {t.upper() for kind, t in toks if kind == "word"}
+        if not force and words & {"INDEX", "CONSTRAINT"} and words & {"CREATE", "DROP"}:
+            raise CypherError("this query changes the database's indexes or constraints, which graphmem relies on; "
+                              "pass force=True (CLI: --force) only if you know what graphmem needs")
+        check_db_params(params)
+        meta = "MATCH (m:Meta) WHERE m.key <> 'generation' RETURN m.key AS k, m.value AS v ORDER BY k"
+        try:
+            with self.transaction():
+                before = self._main._query(meta, {})
+                rows = list(self._main._query(query, dialect.to_wire(dict(params or {}))))
+                if not force and list(self._main._query(meta, {})) != list(before):
+                    raise CypherError(
+                        "this query changes graphmem's Meta bookkeeping (embedder, dimension, schema version), which "
+                        "can make the database unopenable; rolled back. Pass force=True (CLI: --force) only to repair it on purpose")
+        except CypherError:
+            raise
+        except StoreError as e:
+            raise CypherError(f"Cypher failed: {e}") from e
+        except BoltQueryError as e:
+            raise CypherError(f"Cypher failed: {e}") from e
+        return rows
 
     def stats(self) -> dict[str, int]:
         """Node and edge counts by label / type (the schema's labels, zero when absent)."""
