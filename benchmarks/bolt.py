@@ -297,7 +297,7 @@ def main_learnings(args: argparse.Namespace) -> list[dict[str, Any]]:
             ranked: dict[str, list[Any]] = {}
             for name, db in dbs.items():
                 t = time.perf_counter()
-                rows, findings = lb.run_variant(dataset, db, emb, Settings(**lb.VARIANTS[variant]), keys[name])  # type: ignore[arg-type]
+                rows, _findings = lb.run_variant(dataset, db, emb, Settings(**lb.VARIANTS[variant]), keys[name])  # type: ignore[arg-type]
                 agg = lb.aggregate([{k: v for k, v in r.items() if k not in ("id", "returned", "ranked")} for r in rows])
                 row[name] = {k: round(v, 4) if isinstance(v, float) else v for k, v in agg["overall"].items()}
                 row[name]["seconds"] = round(time.perf_counter() - t, 1)
