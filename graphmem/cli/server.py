@@ -66,7 +66,7 @@ def serve_cmd(
     # the server's worker refreshes summaries, off the request path
     settings = Settings(summary_refresh="background", server_metrics_public=metrics_public)
     application = create_app(db, keys=store, embedder=embedder, llm=make_llm(), settings=settings, mcp=mcp,
-                             **({"bolt_auth": bolt_auth} if bolt_auth else {}))
+                             bolt_auth=bolt_auth)
     scheme = "https" if ssl_certfile else "http"
     console.print(f"graphmem serving {db} at {scheme}://{host}:{port} ({len(store)} keys; docs at /docs)",
                   highlight=False)

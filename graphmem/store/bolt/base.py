@@ -209,6 +209,8 @@ class BoltConnection:
 
     def _query(self, cypher: str, params: dict[str, Any]) -> _Rows:
         attempt = 0
+        keys: list[str] = []
+        rows: list[dict[str, Any]] = []
         while True:
             try:
                 keys, rows = self._run_one(cypher, params)
