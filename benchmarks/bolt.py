@@ -273,6 +273,39 @@ def main_throughput(args: argparse.Namespace) -> list[dict[str, Any]]:
     return results
 
 
+def migrate(users: list[str], src: Path, dst: str, emb: Any, tmp: Path) -> dict[str, Any]:
+    """``export_memory`` of every user from the file ``src``, ``import_memory`` into ``dst``; then
+    whether every learning (content, counters, tier, status, anchors, superseded_by), every
+    node and edge count, and the users' summaries match."""
+    from graphmem import Memory
+    from graphmem.llm import OfflineLLM
+
+    t = time.perf_counter()
+    for user in users:
+        with Memory(src, user=user, embedder=emb, llm=OfflineLLM(), read_only=True) as mem:
+            mem.export_memory(tmp / f"{user}.jsonl")
+        with Memory(dst, user=user, embedder=emb, llm=OfflineLLM()) as mem:
+            mem.import_memory(tmp / f"{user}.jsonl")
+    seconds = time.perf_counter() - t
+
+    def view(db: Any) -> tuple[dict[str, Any], dict[str, int]]:
+        with Memory(db, user=users[0], embedder=emb, llm=OfflineLLM()) as mem:
+            store = mem.store
+            rows = store.read("MATCH (l:Learning) RETURN l.id AS id")
+            learnings = {}
+            for l in store.get_learnings([r["id"] for r in rows]):
+                learnings[l.id] = (l.content, l.user_id, l.helpful, l.harmful, l.validations, l.tier, l.status,
+                                   l.tool, sorted(l.entities), sorted(l.topics), l.superseded_by, l.shared)
+            return learnings, {k: v for k, v in store.stats().items() if k != "Meta"}
+
+    a, a_stats = view(src)
+    b, b_stats = view(dst)
+    return {"seconds": round(seconds, 1), "learnings": len(a), "same_learnings": a == b,
+            "differing_learnings": sum(a.get(k) != b.get(k) for k in set(a) | set(b)),
+            "same_counts": {k: v for k, v in a_stats.items() if v} == {k: v for k, v in b_stats.items() if v},
+            "kuzu_counts": a_stats, "imported_counts": b_stats}
+
+
 def main_learnings(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The labelled learnings benchmark (benchmarks/learnings.py) on a Kùzu file and on ArcadeDB."""
     from benchmarks import learnings as lb
@@ -286,12 +319,17 @@ def main_learnings(args: argparse.Namespace) -> list[dict[str, Any]]:
                            "queries": len(dataset.queries), "variants": {}}
     with ArcadeServer() as srv, tempfile.TemporaryDirectory() as tmp:
         os.environ["GRAPHMEM_BOLT_USER"], os.environ["GRAPHMEM_BOLT_PASSWORD"] = srv.auth
-        dbs = {"kuzu": Path(tmp) / "bench.kuzu", "bolt": srv.create_database("labelled")}
+        dbs: dict[str, Any] = {"kuzu": Path(tmp) / "bench.kuzu", "bolt": srv.create_database("labelled")}
         keys: dict[str, Any] = {}
         for name, db in dbs.items():
             t = time.perf_counter()
             keys[name] = lb.load_into(dataset, db, emb)  # type: ignore[arg-type]
             out[f"{name}_load_s"] = round(time.perf_counter() - t, 1)
+        # migration: each user's memory exported from the Kùzu file and imported into a third database
+        dbs["imported"] = srv.create_database("imported")
+        keys["imported"] = keys["kuzu"]
+        out["migration"] = migrate(dataset.users, dbs["kuzu"], dbs["imported"], emb, Path(tmp))
+        print("migration", json.dumps(out["migration"]))
         for variant in variants:
             row: dict[str, Any] = {}
             ranked: dict[str, list[Any]] = {}
@@ -303,6 +341,8 @@ def main_learnings(args: argparse.Namespace) -> list[dict[str, Any]]:
                 row[name]["seconds"] = round(time.perf_counter() - t, 1)
                 ranked[name] = [r["ranked"] for r in rows]
             row["same_ranking_share"] = round(sum(a == b for a, b in zip(ranked["kuzu"], ranked["bolt"])) / len(rows), 3)
+            row["imported_same_ranking_share"] = round(
+                sum(a == b for a, b in zip(ranked["kuzu"], ranked["imported"])) / len(rows), 3)
             row["p@5_diff_points"] = round(100 * (row["bolt"]["p@5"] - row["kuzu"]["p@5"]), 2)
             out["variants"][variant] = row
             print(variant, json.dumps(row))
