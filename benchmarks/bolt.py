@@ -259,7 +259,7 @@ def main_throughput(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "HF_HUB_OFFLINE": "1"}
     results: list[dict[str, Any]] = []
-    with ArcadeServer() as srv, tempfile.TemporaryDirectory() as tmp:
+    with ArcadeServer(start_timeout=600) as srv, tempfile.TemporaryDirectory() as tmp:
         env.update(GRAPHMEM_BOLT_USER=srv.auth[0], GRAPHMEM_BOLT_PASSWORD=srv.auth[1])
         pid = srv._proc.pid if srv._proc is not None else None
         runs = [(str(Path(tmp) / "t.kuzu"), 1), (srv.create_database("tp1"), 1),
@@ -317,7 +317,7 @@ def main_learnings(args: argparse.Namespace) -> list[dict[str, Any]]:
     variants = [v for v in args.variants.split(";") if v]
     out: dict[str, Any] = {"embedder": args.embedder, "learnings": len(dataset.learnings),
                            "queries": len(dataset.queries), "variants": {}}
-    with ArcadeServer() as srv, tempfile.TemporaryDirectory() as tmp:
+    with ArcadeServer(start_timeout=600) as srv, tempfile.TemporaryDirectory() as tmp:
         os.environ["GRAPHMEM_BOLT_USER"], os.environ["GRAPHMEM_BOLT_PASSWORD"] = srv.auth
         dbs: dict[str, Any] = {"kuzu": Path(tmp) / "bench.kuzu", "bolt": srv.create_database("labelled")}
         keys: dict[str, Any] = {}
@@ -341,6 +341,8 @@ def main_learnings(args: argparse.Namespace) -> list[dict[str, Any]]:
                 row[name]["seconds"] = round(time.perf_counter() - t, 1)
                 ranked[name] = [r["ranked"] for r in rows]
             row["same_ranking_share"] = round(sum(a == b for a, b in zip(ranked["kuzu"], ranked["bolt"])) / len(rows), 3)
+            row["differing"] = [{"query": r["id"], "kuzu": a, "bolt": b}
+                                for r, a, b in zip(rows, ranked["kuzu"], ranked["bolt"]) if a != b][:10]
             row["imported_same_ranking_share"] = round(
                 sum(a == b for a, b in zip(ranked["kuzu"], ranked["imported"])) / len(rows), 3)
             row["p@5_diff_points"] = round(100 * (row["bolt"]["p@5"] - row["kuzu"]["p@5"]), 2)
@@ -389,7 +391,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     trips = RoundTrips()
     trips.install()
     results: list[dict[str, Any]] = []
-    with ArcadeServer() as srv, tempfile.TemporaryDirectory() as tmp:
+    with ArcadeServer(start_timeout=600) as srv, tempfile.TemporaryDirectory() as tmp:
         print(f"ArcadeDB server started in {srv.start_seconds:.1f} s")
         for size in args.sizes:
             specs = scale.generate(size)
