@@ -9,7 +9,7 @@ transaction, and each statement is translated from Kùzu's dialect (:mod:`.diale
 
 Several processes may share one Bolt database, so the in-memory mirrors (vectors, filter columns,
 lexical statistics) may go stale: every write transaction also increments a counter node
-(``(:Meta {key: 'generation'}).n``), and before ranking (``snapshot()``) and before a read that
+(the sum of ``(:Meta {key: 'generation:K'}).n`` over a few shards K), and before ranking (``snapshot()``) and before a read that
 is not inside a snapshot or transaction, the store compares the counter with the value its mirrors
 were built at, and rebuilds them when another process moved it (see the package docstring).
 """
@@ -39,8 +39,13 @@ BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
 #: clauses that write: refused in an analyst's read-only Cypher (which also runs in a rolled-back transaction)
 _WRITE_CLAUSES = frozenset({"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "FOREACH"})
-_GEN_READ = "MATCH (m:Meta {key: 'generation'}) RETURN m.n AS n"
-_GEN_BUMP = "MERGE (m:Meta {key: 'generation'}) SET m.n = coalesce(m.n, 0) + 1 RETURN m.n AS n"
+#: the shared write counter is the sum of GEN_SHARDS counter nodes; each store moves the one it
+#: picked at random, so two servers' commits rarely conflict on the counter itself
+GEN_SHARDS = 16
+_GEN_READ = "MATCH (m:Meta) WHERE m.key STARTS WITH 'generation' RETURN sum(m.n) AS n"
+_GEN_BUMP = ("MERGE (m:Meta {key: $gen_key}) SET m.n = coalesce(m.n, 0) + 1 "
+             "WITH m MATCH (x:Meta) WHERE x.key STARTS WITH 'generation' RETURN sum(x.n) AS n")
+_NOT_GEN = "NOT m.key STARTS WITH 'generation'"
 
 
 def is_bolt_url(value: object) -> bool:
@@ -171,6 +176,9 @@ class BoltConnection:
         self._tx: Any = None
         self._on_gen = on_commit_generation
         self.retry = retry or ConflictRetry()
+        import random
+
+        self.gen_key = f"generation:{random.randrange(GEN_SHARDS)}"  # this connection's counter shard
         self._log: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []  # the open transaction's statements
 
     def _sess(self) -> Any:
@@ -243,7 +251,7 @@ class BoltConnection:
             tx = self._tx
             try:
                 with self._gen_lock:  # a freshness check waits for the counter of our own commit
-                    gen = tx.run(_GEN_BUMP).single()
+                    gen = tx.run(_GEN_BUMP, {"gen_key": self.gen_key}).single()
                     tx.commit()
                     self._tx, self._log = None, []
                     if self._on_gen is not None and gen is not None:
@@ -391,7 +399,7 @@ class BoltBase(KuzuBase):
     def _prepare_schema(self) -> int:
         conn = self._main
         try:
-            rows = conn.execute("MATCH (m:Meta) WHERE m.key <> 'generation' RETURN m.key AS key, m.value AS value")
+            rows = conn.execute(f"MATCH (m:Meta) WHERE {_NOT_GEN} RETURN m.key AS key, m.value AS value")
         except BoltQueryError as e:
             raise StoreError(f"could not read graphmem's bookkeeping at {self.url}: {e}") from e
         meta = {str(r["key"]): str(r["value"]) for r in rows}
@@ -598,7 +606,7 @@ class BoltBase(KuzuBase):
             raise CypherError("this query changes the database's indexes or constraints, which graphmem relies on; "
                               "pass force=True (CLI: --force) only if you know what graphmem needs")
         check_db_params(params)
-        meta = "MATCH (m:Meta) WHERE m.key <> 'generation' RETURN m.key AS k, m.value AS v ORDER BY k"
+        meta = f"MATCH (m:Meta) WHERE {_NOT_GEN} RETURN m.key AS k, m.value AS v ORDER BY k"
         try:
             with self.transaction():
                 before = self._main._query(meta, {})
@@ -620,7 +628,7 @@ class BoltBase(KuzuBase):
         out: dict[str, int] = {}
         for label in self.bolt_schema.nodes:
             out[label] = int(self.read(f"MATCH (n:{label}) RETURN count(n) AS n")[0]["n"])
-        out["Meta"] = max(0, out.get("Meta", 0) - (1 if self.db_generation > 0 else 0))
+        out["Meta"] = int(self.read(f"MATCH (m:Meta) WHERE {_NOT_GEN} RETURN count(m) AS n")[0]["n"])  # not the counters
         for rel in self.bolt_schema.rels:
             out[rel] = int(self.read(f"MATCH ()-[r:{rel}]->() RETURN count(r) AS n")[0]["n"])
         return out
