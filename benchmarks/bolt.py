@@ -12,13 +12,25 @@ each ``store.freshness_seconds`` value (0: the shared write counter is read befo
 and top-level read; larger: at most that often).
 
 Results go to benchmarks/results/local/bolt.json.
+
+    python -m benchmarks.bolt --throughput [--clients 8] [--servers 2] [--seconds 20]
+
+Write throughput instead: ``--clients`` concurrent HTTP clients (threads, one user each, each
+``Client.add_learning`` in a loop for ``--seconds``) spread over ``--servers`` ``graphmem serve``
+processes on one ArcadeDB database, against the same clients on one server over a Kùzu file and
+one server over ArcadeDB (same run, same machine). Counted: acknowledged adds/s, errors, that
+acknowledged learnings are readable through another server afterwards, and the CPU seconds of the servers and of the ArcadeDB process. Results go to
+benchmarks/results/local/bolt_throughput.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -123,8 +135,234 @@ def run_contexts(mem: Any, qs: list[dict[str, Any]], trips: RoundTrips | None) -
     return out
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its children so far (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def _serve(db: str, keys_file: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    from graphmem.store.bolt.testing import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "graphmem", "--embedder", "hash", "serve", "--store" if "://" in db else "--db",
+                             db, "--port", str(port), "--keys", str(keys_file), "--no-mcp"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _wait_up(proc: subprocess.Popen[bytes], url: str, timeout: float = 180.0) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.communicate()[1].decode()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"server at {url} did not come up")
+
+
+def throughput(db: str, servers: int, clients: int, seconds: float, env: dict[str, str], tmp: Path,
+               arcade_pid: int | None = None) -> dict[str, Any]:
+    """``clients`` threads adding learnings through ``servers`` servers on ``db`` for ``seconds``."""
+    from graphmem.client import Client
+    from graphmem.server.auth import KeyStore
+
+    keys = KeyStore()
+    user_keys = [keys.add(f"u{i}", "agent")[0] for i in range(clients)]
+    keys_file = tmp / f"keys{servers}{abs(hash(db))}.json"
+    keys.save(keys_file)
+    procs = [_serve(db, keys_file, env) for _ in range(servers)]
+    try:
+        for proc, url in procs:
+            _wait_up(proc, url)
+        acked: list[list[str]] = [[] for _ in range(clients)]
+        errors: list[str] = []
+        latencies: list[float] = []
+        stop = threading.Event()
+
+        def work(i: int) -> None:
+            client = Client(procs[i % servers][1], api_key=user_keys[i], timeout=60.0)
+            n = 0
+            try:
+                while not stop.is_set():
+                    t = time.perf_counter()
+                    try:
+                        got = client.add_learning(f"client {i} rule {n}: check the ledger {n * 7 + i} before paying "
+                                                  f"vendor {n % 13}", tool=f"tool{n % 5}", entities=[f"vendor{n % 13}"])
+                        acked[i].append(got.id)
+                        latencies.append(time.perf_counter() - t)
+                    except Exception as e:  # counted, the client goes on
+                        errors.append(f"{type(e).__name__}: {e}"[:200])
+                    n += 1
+            finally:
+                client.close()
+
+        cpu0 = [_cpu_seconds(p.pid) for p, _ in procs]
+        arcade0 = _cpu_seconds(arcade_pid) if arcade_pid else float("nan")
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(clients)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        time.sleep(seconds)
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+        wall = time.perf_counter() - t0
+        cpu = sum(_cpu_seconds(p.pid) - c for (p, _), c in zip(procs, cpu0))
+        total = sum(len(a) for a in acked)
+        # every acknowledged learning is readable (through the first server, which may not have written it)
+        reader = Client(procs[0][1], api_key=user_keys[0])
+        check = Client(procs[-1][1], api_key=user_keys[0])
+        missing = 0
+        try:
+            for ident in acked[0][:50]:
+                try:
+                    check.get_learning(ident)
+                except Exception:
+                    missing += 1
+        finally:
+            reader.close()
+            check.close()
+        lat = sorted(latencies)
+        return {
+            "db": "kuzu" if "://" not in db else "bolt", "servers": servers, "clients": clients,
+            "seconds": round(wall, 1), "adds": total, "adds_per_s": round(total / wall, 1),
+            "add_p50_ms": round(1000 * lat[len(lat) // 2], 1) if lat else None,
+            "add_p95_ms": round(1000 * lat[int(len(lat) * 0.95)], 1) if lat else None,
+            "errors": len(errors), "first_errors": sorted(set(errors))[:3],
+            "checked_missing": missing, "server_cpu_s": round(cpu, 1),
+            "arcade_cpu_s": round(_cpu_seconds(arcade_pid) - arcade0, 1) if arcade_pid else None,
+        }
+    finally:
+        for proc, _ in procs:
+            proc.terminate()
+        for proc, _ in procs:
+            try:
+                err = proc.communicate(timeout=30)[1].decode()
+                if "Traceback" in err:
+                    print(err[-800:])
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def main_throughput(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from graphmem.store.bolt.testing import ArcadeServer
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "HF_HUB_OFFLINE": "1"}
+    results: list[dict[str, Any]] = []
+    with ArcadeServer(start_timeout=600) as srv, tempfile.TemporaryDirectory() as tmp:
+        env.update(GRAPHMEM_BOLT_USER=srv.auth[0], GRAPHMEM_BOLT_PASSWORD=srv.auth[1])
+        pid = srv._proc.pid if srv._proc is not None else None
+        runs = [(str(Path(tmp) / "t.kuzu"), 1), (srv.create_database("tp1"), 1),
+                (srv.create_database(f"tp{args.servers}"), args.servers)]
+        for db, servers in runs:
+            row = throughput(db, servers, args.clients, args.seconds, env, Path(tmp), pid if "://" in db else None)
+            print(json.dumps(row))
+            results.append(row)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "bolt_throughput.json").write_text(json.dumps(results, indent=1))
+    return results
+
+
+def migrate(users: list[str], src: Path, dst: str, emb: Any, tmp: Path) -> dict[str, Any]:
+    """``export_memory`` of every user from the file ``src``, ``import_memory`` into ``dst``; then
+    whether every learning (content, counters, tier, status, anchors, superseded_by), every
+    node and edge count, and the users' summaries match."""
+    from graphmem import Memory
+    from graphmem.llm import OfflineLLM
+
+    t = time.perf_counter()
+    for user in users:
+        with Memory(src, user=user, embedder=emb, llm=OfflineLLM(), read_only=True) as mem:
+            mem.export_memory(tmp / f"{user}.jsonl")
+        with Memory(dst, user=user, embedder=emb, llm=OfflineLLM()) as mem:
+            mem.import_memory(tmp / f"{user}.jsonl")
+    seconds = time.perf_counter() - t
+
+    def view(db: Any) -> tuple[dict[str, Any], dict[str, int]]:
+        with Memory(db, user=users[0], embedder=emb, llm=OfflineLLM()) as mem:
+            store = mem.store
+            rows = store.read("MATCH (l:Learning) RETURN l.id AS id")
+            learnings = {}
+            for l in store.get_learnings([r["id"] for r in rows]):
+                learnings[l.id] = (l.content, l.user_id, l.helpful, l.harmful, l.validations, l.tier, l.status,
+                                   l.tool, sorted(l.entities), sorted(l.topics), l.superseded_by, l.shared)
+            return learnings, {k: v for k, v in store.stats().items() if k != "Meta"}
+
+    a, a_stats = view(src)
+    b, b_stats = view(dst)
+    return {"seconds": round(seconds, 1), "learnings": len(a), "same_learnings": a == b,
+            "differing_learnings": sum(a.get(k) != b.get(k) for k in set(a) | set(b)),
+            "same_counts": {k: v for k, v in a_stats.items() if v} == {k: v for k, v in b_stats.items() if v},
+            "kuzu_counts": a_stats, "imported_counts": b_stats}
+
+
+def main_learnings(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The labelled learnings benchmark (benchmarks/learnings.py) on a Kùzu file and on ArcadeDB."""
+    from benchmarks import learnings as lb
+    from graphmem.config import Settings
+    from graphmem.store.bolt.testing import ArcadeServer
+
+    dataset = lb.load_dataset()
+    emb = lb.make_embedder(args.embedder)
+    variants = [v for v in args.variants.split(";") if v]
+    out: dict[str, Any] = {"embedder": args.embedder, "learnings": len(dataset.learnings),
+                           "queries": len(dataset.queries), "variants": {}}
+    with ArcadeServer(start_timeout=600) as srv, tempfile.TemporaryDirectory() as tmp:
+        os.environ["GRAPHMEM_BOLT_USER"], os.environ["GRAPHMEM_BOLT_PASSWORD"] = srv.auth
+        dbs: dict[str, Any] = {"kuzu": Path(tmp) / "bench.kuzu", "bolt": srv.create_database("labelled")}
+        keys: dict[str, Any] = {}
+        for name, db in dbs.items():
+            t = time.perf_counter()
+            keys[name] = lb.load_into(dataset, db, emb)  # type: ignore[arg-type]
+            out[f"{name}_load_s"] = round(time.perf_counter() - t, 1)
+        # migration: each user's memory exported from the Kùzu file and imported into a third database
+        dbs["imported"] = srv.create_database("imported")
+        keys["imported"] = keys["kuzu"]
+        out["migration"] = migrate(dataset.users, dbs["kuzu"], dbs["imported"], emb, Path(tmp))
+        print("migration", json.dumps(out["migration"]))
+        for variant in variants:
+            row: dict[str, Any] = {}
+            ranked: dict[str, list[Any]] = {}
+            for name, db in dbs.items():
+                t = time.perf_counter()
+                rows, _findings = lb.run_variant(dataset, db, emb, Settings(**lb.VARIANTS[variant]), keys[name])  # type: ignore[arg-type]
+                agg = lb.aggregate([{k: v for k, v in r.items() if k not in ("id", "returned", "ranked")} for r in rows])
+                row[name] = {k: round(v, 4) if isinstance(v, float) else v for k, v in agg["overall"].items()}
+                row[name]["seconds"] = round(time.perf_counter() - t, 1)
+                ranked[name] = [r["ranked"] for r in rows]
+            row["same_ranking_share"] = round(sum(a == b for a, b in zip(ranked["kuzu"], ranked["bolt"])) / len(rows), 3)
+            row["differing"] = [{"query": r["id"], "kuzu": a, "bolt": b}
+                                for r, a, b in zip(rows, ranked["kuzu"], ranked["bolt"]) if a != b][:10]
+            row["imported_same_ranking_share"] = round(
+                sum(a == b for a, b in zip(ranked["kuzu"], ranked["imported"])) / len(rows), 3)
+            row["p@5_diff_points"] = round(100 * (row["bolt"]["p@5"] - row["kuzu"]["p@5"]), 2)
+            out["variants"][variant] = row
+            print(variant, json.dumps(row))
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "bolt_learnings.json").write_text(json.dumps(out, indent=1))
+    return [out]
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--learnings", action="store_true",
+                        help="run the labelled learnings benchmark on Kùzu and on ArcadeDB instead")
+    parser.add_argument("--embedder", choices=["minilm", "hash"], default="minilm", help="--learnings: the embedder")
+    parser.add_argument("--variants", default="hybrid", help="--learnings: semicolon-separated variants of benchmarks.learnings")
+    parser.add_argument("--throughput", action="store_true", help="measure write throughput through servers instead")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--servers", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--freshness", type=float, nargs="+", default=[0.0])
@@ -136,6 +374,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                         help="lift the graph expansion caps (they keep the first N learnings per anchor in the "
                              "engine's order, which differs between engines)")
     args = parser.parse_args(argv)
+    if args.throughput:
+        return main_throughput(args)
+    if args.learnings:
+        return main_learnings(args)
 
     from graphmem import HashEmbedder, Memory, Settings
     from graphmem.llm import OfflineLLM
@@ -149,7 +391,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     trips = RoundTrips()
     trips.install()
     results: list[dict[str, Any]] = []
-    with ArcadeServer() as srv, tempfile.TemporaryDirectory() as tmp:
+    with ArcadeServer(start_timeout=600) as srv, tempfile.TemporaryDirectory() as tmp:
         print(f"ArcadeDB server started in {srv.start_seconds:.1f} s")
         for size in args.sizes:
             specs = scale.generate(size)

@@ -34,6 +34,13 @@ def serve_cmd(
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
     metrics_public: bool = typer.Option(False, "--metrics-public",
                                         help="Serve /metrics without a key (for a scraper on a private network)."),
+    store_url: str = typer.Option(None, "--store", envvar="GRAPHMEM_STORE",
+                                  help="Serve a store on a Bolt graph server instead of a file: bolt://HOST:PORT/DATABASE "
+                                       "(several servers may serve one such store). Same as --db with a bolt:// URL."),
+    bolt_user: str = typer.Option(None, "--bolt-user", envvar="GRAPHMEM_BOLT_USER", help="User on the Bolt server."),
+    bolt_password: str = typer.Option(None, "--bolt-password", envvar="GRAPHMEM_BOLT_PASSWORD",
+                                      help="Password on the Bolt server (prefer $GRAPHMEM_BOLT_PASSWORD: a command "
+                                           "line is visible to other local users)."),
 ) -> None:
     """Own the database file and serve it to every other process (HTTP API, OpenAPI at /docs, MCP at /mcp)."""
     import uvicorn
@@ -42,8 +49,12 @@ def serve_cmd(
     from graphmem.embed import HashEmbedder, SentenceTransformerEmbedder
     from graphmem.server import KeyStore, create_app
 
-    if not state.db:
-        raise GraphmemError("serve needs the database file: graphmem --db PATH serve")
+    db = store_url or state.db
+    if not db:
+        raise GraphmemError("serve needs the database: graphmem --db PATH serve, or graphmem serve --store bolt://HOST:PORT/DB")
+    if store_url and state.db and store_url != state.db:
+        raise InvalidInputError("give the database once: --db PATH or --store bolt://..., not both")
+    bolt_auth = (bolt_user, bolt_password or "") if bolt_user else None
     store = KeyStore.load(keys, os.environ.get("GRAPHMEM_SERVER_KEYS"))
     if not len(store):
         console.print(f"[yellow]warning:[/yellow] no API keys in {keys} or $GRAPHMEM_SERVER_KEYS: every request "
@@ -54,9 +65,10 @@ def serve_cmd(
     embedder = HashEmbedder() if state.embedder == "hash" else SentenceTransformerEmbedder()
     # the server's worker refreshes summaries, off the request path
     settings = Settings(summary_refresh="background", server_metrics_public=metrics_public)
-    application = create_app(state.db, keys=store, embedder=embedder, llm=make_llm(), settings=settings, mcp=mcp)
+    application = create_app(db, keys=store, embedder=embedder, llm=make_llm(), settings=settings, mcp=mcp,
+                             bolt_auth=bolt_auth)
     scheme = "https" if ssl_certfile else "http"
-    console.print(f"graphmem serving {state.db} at {scheme}://{host}:{port} ({len(store)} keys; docs at /docs)",
+    console.print(f"graphmem serving {db} at {scheme}://{host}:{port} ({len(store)} keys; docs at /docs)",
                   highlight=False)
     uvicorn.run(application, host=host, port=port, log_level=log_level, ssl_keyfile=ssl_keyfile,
                 ssl_certfile=ssl_certfile, timeout_graceful_shutdown=10,

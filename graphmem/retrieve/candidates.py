@@ -81,7 +81,8 @@ def eligible_mask(
     mask &= catalog.col("expires_at") > now_ts
     live = status == _ACTIVE
     canary = np.flatnonzero(mask & (status == _CANARY))
-    if canary.size:
+    if canary.size:  # draws in id order, so the same learnings are drawn whatever the storage order
+        canary = np.asarray(sorted(canary.tolist(), key=catalog.ids.__getitem__), dtype=np.int64)
         draws = rng.random(canary.size)
         live[canary[draws < catalog.col("canary_allocation")[canary]]] = True
     return mask & live

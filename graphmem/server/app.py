@@ -83,14 +83,16 @@ def create_app(
     mcp: bool = True,
     fast_context: bool = True,
     clock: Callable[[], datetime] | None = None,
+    bolt_auth: tuple[str, str] | None = None,
 ) -> FastAPI:
     """The server app over ``db`` (or an existing ``owner``). The owner opens the file at once and
     releases it when the app shuts down. ``fast_context``: answer valid ``POST /v1/context``
     requests without the framework's routing (:mod:`graphmem.server.fastpath`; same answers).
-    ``clock``: the Memories' clock (tests inject one)."""
+    ``clock``: the Memories' clock (tests inject one). ``bolt_auth``: (user, password) when ``db``
+    is a bolt:// URL."""
     if owner is None:
         owner = Owner(db, keys=keys or KeyStore(), embedder=embedder or HashEmbedder(), llm=llm,
-                      settings=settings, background=background, clock=clock)
+                      settings=settings, background=background, clock=clock, bolt_auth=bolt_auth)
     mcp_server = None
     if mcp:
         from graphmem.server.mcp_server import build_mcp

@@ -83,11 +83,12 @@ class Owner:
         settings: Settings | None = None,
         background: bool = True,
         clock: Callable[[], datetime] | None = None,
+        bolt_auth: tuple[str, str] | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.keys = keys
         self.root = Memory(db, user="graphmem-server", embedder=embedder, llm=llm, settings=self.settings,
-                           clock=clock)
+                           clock=clock, bolt_auth=bolt_auth)
         self._users: dict[str, Memory] = {}
         self._users_lock = threading.Lock()
         self.gate = WriteGate(self.settings.server_write_queue, self.settings.server_retry_after_s)

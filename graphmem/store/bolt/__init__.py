@@ -10,8 +10,9 @@ Mirrors. graphmem ranks from in-memory mirrors of the learnings (vectors, filter
 statistics, anchors), loaded from the store. On Bolt they are kept: the engines' vector and
 full-text indexes differ per engine (and ArcadeDB's Bolt endpoint exposes neither through Cypher
 procedures), and the mirrors keep ranking identical to Kùzu's. Several processes may write one
-database, so every write transaction increments ``(:Meta {key: 'generation'}).n`` in the same
-transaction; a store compares it with the value its mirrors were built at before ranking and
+database, so every write transaction increments one of 16 counter nodes
+``(:Meta {key: 'generation:K'}).n`` (a store picks its K at random) in the same transaction, and the
+write counter is their sum; a store compares it with the value its mirrors were built at before ranking and
 before reads outside a transaction, and reloads the mirrors when another process moved it. The
 check is one round trip; ``store.freshness_seconds`` (default 0) spaces the checks out. The reload
 is a full one (every learning's row and vector) — fine for thousands of learnings per database,

@@ -9,13 +9,14 @@ transaction, and each statement is translated from Kùzu's dialect (:mod:`.diale
 
 Several processes may share one Bolt database, so the in-memory mirrors (vectors, filter columns,
 lexical statistics) may go stale: every write transaction also increments a counter node
-(``(:Meta {key: 'generation'}).n``), and before ranking (``snapshot()``) and before a read that
+(the sum of ``(:Meta {key: 'generation:K'}).n`` over a few shards K), and before ranking (``snapshot()``) and before a read that
 is not inside a snapshot or transaction, the store compares the counter with the value its mirrors
 were built at, and rebuilds them when another process moved it (see the package docstring).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -36,8 +37,15 @@ from graphmem.store.locks import ReadWriteLock
 
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
-_GEN_READ = "MATCH (m:Meta {key: 'generation'}) RETURN m.n AS n"
-_GEN_BUMP = "MERGE (m:Meta {key: 'generation'}) SET m.n = coalesce(m.n, 0) + 1 RETURN m.n AS n"
+#: clauses that write: refused in an analyst's read-only Cypher (which also runs in a rolled-back transaction)
+_WRITE_CLAUSES = frozenset({"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "FOREACH"})
+#: the shared write counter is the sum of GEN_SHARDS counter nodes; each store moves the one it
+#: picked at random, so two servers' commits rarely conflict on the counter itself
+GEN_SHARDS = 16
+_GEN_READ = "MATCH (m:Meta) WHERE m.key STARTS WITH 'generation' RETURN sum(m.n) AS n"
+_GEN_BUMP = ("MERGE (m:Meta {key: $gen_key}) SET m.n = coalesce(m.n, 0) + 1 "
+             "WITH m MATCH (x:Meta) WHERE x.key STARTS WITH 'generation' RETURN sum(x.n) AS n")
+_NOT_GEN = "NOT m.key STARTS WITH 'generation'"
 
 
 def is_bolt_url(value: object) -> bool:
@@ -104,12 +112,15 @@ def _arrow_type(kuzu_type: str) -> Any:
 
 
 class _Driver:
-    """The shared neo4j driver (thread-safe) and the database name; ``close()`` like kuzu.Database."""
+    """The shared neo4j driver (thread-safe) and the database name; ``close()`` like kuzu.Database.
+    Without ``auth``, the credentials come from GRAPHMEM_BOLT_USER / GRAPHMEM_BOLT_PASSWORD when set."""
 
     def __init__(self, url: str, auth: tuple[str, str] | None, database: str | None) -> None:
         import neo4j
 
         self.database = database
+        if auth is None and os.environ.get("GRAPHMEM_BOLT_USER"):
+            auth = (os.environ["GRAPHMEM_BOLT_USER"], os.environ.get("GRAPHMEM_BOLT_PASSWORD", ""))
         try:
             self.driver = neo4j.GraphDatabase.driver(url, auth=auth)
             self.driver.verify_connectivity()
@@ -121,12 +132,42 @@ class _Driver:
             self.driver.close()
 
 
+class ConflictRetry:
+    """When and how often a transaction refused for a conflict is replayed.
+
+    ArcadeDB (and Neo4j) refuse a commit when another transaction changed the same records
+    (``Neo.TransientError.*``; every graphmem write moves the shared write counter, so two
+    processes' overlapping writes always conflict), and a uniqueness constraint fails when two
+    transactions MERGE the same new key. Both are retried: up to ``attempts`` times, after
+    ``base_delay * 2**(n-1)`` seconds (plus jitter, at most ``max_delay``)."""
+
+    def __init__(self, attempts: int = 8, base_delay: float = 0.01, max_delay: float = 0.5) -> None:
+        self.attempts, self.base_delay, self.max_delay = attempts, base_delay, max_delay
+        self.retried = 0  # transactions replayed
+        self.gave_up = 0  # replays abandoned (a statement saw other rows)
+
+    def retryable(self, e: Exception, log: list[tuple[str, dict[str, Any], list[dict[str, Any]]]], cypher: str) -> bool:
+        """A transient error, or a uniqueness clash of a transaction that MERGEs."""
+        import neo4j.exceptions as nx
+
+        if isinstance(e, nx.TransientError):
+            return True
+        if isinstance(e, nx.ConstraintError | nx.ClientError) and "duplicated key" in str(e).lower():
+            return "MERGE" in cypher.upper() or any("MERGE" in c.upper() for c, _, _ in log)
+        return False
+
+    def wait(self, attempt: int) -> None:
+        import random
+
+        time.sleep(min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * (0.5 + random.random()))
+
+
 class BoltConnection:
     """One driver session: auto-commit statements, or one explicit transaction at a time."""
 
     def __init__(self, db: _Driver, schema: bolt_schema.Schema, types: Mapping[str, str],
                  on_commit_generation: Callable[[int], None] | None = None,
-                 gen_lock: threading.Lock | None = None) -> None:
+                 gen_lock: threading.Lock | None = None, retry: ConflictRetry | None = None) -> None:
         self._db = db
         self._schema = schema
         self._types = types
@@ -134,6 +175,11 @@ class BoltConnection:
         self._session: Any = None
         self._tx: Any = None
         self._on_gen = on_commit_generation
+        self.retry = retry or ConflictRetry()
+        import random
+
+        self.gen_key = f"generation:{random.randrange(GEN_SHARDS)}"  # this connection's counter shard
+        self._log: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []  # the open transaction's statements
 
     def _sess(self) -> Any:
         if self._session is None:
@@ -148,18 +194,14 @@ class BoltConnection:
         try:
             if word.startswith("BEGIN TRANSACTION"):
                 self._tx = self._sess().begin_transaction()
+                self._log = []
                 return empty
             if word == "COMMIT":
-                tx, self._tx = self._tx, None
-                if tx is not None:
-                    with self._gen_lock:  # a freshness check waits for the counter of our own commit
-                        gen = tx.run(_GEN_BUMP).single()
-                        tx.commit()
-                        if self._on_gen is not None and gen is not None:
-                            self._on_gen(int(gen["n"]))
+                if self._tx is not None:
+                    self._commit()
                 return empty
             if word == "ROLLBACK":
-                tx, self._tx = self._tx, None
+                tx, self._tx, self._log = self._tx, None, []
                 if tx is not None:
                     with suppress(Exception):
                         tx.rollback()
@@ -174,17 +216,85 @@ class BoltConnection:
         return self._query(dialect.translate(cypher), dialect.to_wire(dict(params or {})))
 
     def _query(self, cypher: str, params: dict[str, Any]) -> _Rows:
-        try:
-            runner = self._tx if self._tx is not None else self._sess()
-            result = runner.run(cypher, params)
-            keys = list(result.keys())
-            rows = [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
-        except Exception as e:
-            self._reset_after_error()
-            raise BoltQueryError(f"{type(e).__name__}: {_message(e)}") from e
+        attempt = 0
+        keys: list[str] = []
+        rows: list[dict[str, Any]] = []
+        while True:
+            try:
+                keys, rows = self._run_one(cypher, params)
+                break
+            except Exception as e:
+                if self._tx is not None and self.retry.retryable(e, self._log, cypher) and attempt < self.retry.attempts:
+                    attempt += 1
+                    if self._replay(attempt):  # the transaction so far again, then this statement
+                        continue
+                self._reset_after_error()
+                raise BoltQueryError(f"{type(e).__name__}: {_message(e)}") from e
+        if self._tx is not None:
+            self._log.append((cypher, params, rows))
         if not keys:  # ArcadeDB sends no column names for a label that has no node yet
             keys = _aliases(cypher)
         return _Rows(keys, rows, self._types)
+
+    def _run_one(self, cypher: str, params: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+        runner = self._tx if self._tx is not None else self._sess()
+        result = runner.run(cypher, params)
+        keys = list(result.keys())
+        return keys, [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
+
+    def _commit(self) -> None:
+        """Bump the shared write counter and commit; when the engine refuses the commit because
+        another transaction changed the same records (a transient conflict), replay this
+        transaction's statements in a new one and commit again (bounded, with backoff)."""
+        attempt = 0
+        while True:
+            tx = self._tx
+            try:
+                with self._gen_lock:  # a freshness check waits for the counter of our own commit
+                    gen = tx.run(_GEN_BUMP, {"gen_key": self.gen_key}).single()
+                    tx.commit()
+                    self._tx, self._log = None, []
+                    if self._on_gen is not None and gen is not None:
+                        self._on_gen(int(gen["n"]))
+                return
+            except Exception as e:
+                if self.retry.retryable(e, self._log, "") and attempt < self.retry.attempts:
+                    attempt += 1
+                    if self._replay(attempt):
+                        continue
+                self._tx, self._log = None, []
+                with suppress(Exception):
+                    tx.rollback()
+                raise
+
+    def _replay(self, attempt: int) -> bool:
+        """Roll back, wait, and run the logged statements in a new transaction. False (and the
+        transaction left closed) when a statement now returns other rows than the first time:
+        the caller's decisions may rest on them, so the conflict is the caller's to handle."""
+        old, log = self._tx, self._log
+        with suppress(Exception):
+            old.rollback()
+        self.retry.wait(attempt)
+        self._tx, self._log = None, []
+        try:
+            self._tx = self._sess().begin_transaction()
+            for cypher, params, rows in log:
+                _, again = self._run_one(cypher, params)
+                if again != rows:
+                    self.retry.gave_up += 1
+                    with suppress(Exception):
+                        self._tx.rollback()
+                    self._tx = None
+                    return False
+                self._log.append((cypher, params, rows))
+        except Exception:
+            with suppress(Exception):
+                self._tx.rollback()
+            self._tx = None
+            self.retry.gave_up += 1
+            return False
+        self.retry.retried += 1
+        return True
 
     def _reset_after_error(self) -> None:
         """A failed statement can leave the session unusable: a new one for the next statement
@@ -198,7 +308,7 @@ class BoltConnection:
         if self._tx is not None:
             with suppress(Exception):
                 self._tx.rollback()
-            self._tx = None
+            self._tx, self._log = None, []
         if self._session is not None:
             with suppress(Exception):
                 self._session.close()
@@ -273,16 +383,23 @@ class BoltBase(KuzuBase):
         self._reloading = False
         self._bolt = _Driver(server, auth, database or named)
         self._gen_lock = threading.Lock()
-        self._main = BoltConnection(self._bolt, self.bolt_schema, self._types, self._committed_generation, self._gen_lock)
+        self.conflict_retry = ConflictRetry()
+        self._main = BoltConnection(self._bolt, self.bolt_schema, self._types, self._committed_generation, self._gen_lock,
+                                    self.conflict_retry)
         self._db = self._bolt  # type: ignore[assignment]
         self._conn_main = self._main  # type: ignore[assignment]
-        self.schema_version = self._prepare_schema()
+        try:
+            self.schema_version = self._prepare_schema()
+        except BaseException:  # e.g. a newer schema or another embedder: release the connection
+            self._main.close()
+            self._bolt.close()
+            raise
 
     # --- schema ---------------------------------------------------------------------------
     def _prepare_schema(self) -> int:
         conn = self._main
         try:
-            rows = conn.execute("MATCH (m:Meta) WHERE m.key <> 'generation' RETURN m.key AS key, m.value AS value")
+            rows = conn.execute(f"MATCH (m:Meta) WHERE {_NOT_GEN} RETURN m.key AS key, m.value AS value")
         except BoltQueryError as e:
             raise StoreError(f"could not read graphmem's bookkeeping at {self.url}: {e}") from e
         meta = {str(r["key"]): str(r["value"]) for r in rows}
@@ -306,10 +423,18 @@ class BoltBase(KuzuBase):
             return version  # constraints were made with the bookkeeping (3 s on ArcadeDB: not on every open)
         with self._lock.exclusive():
             for stmt in bolt_schema.ddl(self.bolt_schema):
-                try:
-                    conn.execute(stmt)
-                except BoltQueryError as e:
-                    raise StoreError(f"could not create graphmem's constraints at {self.url}: {e}") from e
+                for attempt in range(1, 4):  # another process may be creating the same ones
+                    try:
+                        conn.execute(stmt)
+                        break
+                    except BoltQueryError as e:
+                        if "already" in str(e).lower():
+                            break
+                        if attempt == 3:
+                            raise StoreError(f"could not create graphmem's constraints at {self.url}: {e}") from e
+                        self.conflict_retry.wait(attempt + 3)
+            if meta and version < self.bolt_schema.version:
+                self._migrate(conn, version)
             if not meta or version < self.bolt_schema.version:
                 conn.execute("BEGIN TRANSACTION")
                 try:
@@ -321,6 +446,23 @@ class BoltBase(KuzuBase):
                     conn.execute("ROLLBACK")
                     raise
         return self.bolt_schema.version
+
+    def _migrate(self, conn: BoltConnection, version: int) -> None:
+        """Bring a database at an older schema version forward, one schema file per transaction
+        (the version moves with each; a process stopped half-way resumes at the next file)."""
+        for target, statements in bolt_schema.migration_steps(self.dim, version):
+            conn.execute("BEGIN TRANSACTION")
+            try:
+                for stmt in statements:
+                    conn.execute(stmt)
+                conn.execute("MERGE (m:Meta {key: 'schema_version'}) SET m.value = $v", {"v": str(target)})
+                conn.execute("COMMIT")
+            except BoltQueryError as e:
+                conn.execute("ROLLBACK")
+                raise StoreError(f"could not migrate {self.url} to schema version {target}: {e}") from e
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     def _committed_generation(self, n: int) -> None:
         """After our own commit: the mirrors are current if nobody else committed in between."""
@@ -375,7 +517,7 @@ class BoltBase(KuzuBase):
             raise StoreError("this Memory is closed; open a new one")
         conn: BoltConnection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = BoltConnection(self._bolt, self.bolt_schema, self._types)
+            conn = BoltConnection(self._bolt, self.bolt_schema, self._types, retry=self.conflict_retry)
             self._local.conn = conn
         return conn
 
@@ -410,36 +552,83 @@ class BoltBase(KuzuBase):
 
     def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False,
                force: bool = False, timeout_ms: int | None = None) -> list[dict[str, Any]]:
-        """An analyst's Cypher, sent as it is (the engine's own dialect) in a read-only session.
-
-        Writes are refused on Bolt for now (KuzuBase checks and rewrites them; that check is
-        Kùzu's parser's, not ported)."""
+        """An analyst's Cypher, sent as it is (the engine's own dialect): in a read-only session,
+        or with ``write`` in one of the store's write transactions (see :meth:`_analyst_write`)."""
         if write:
-            from graphmem.errors import ReadOnlyError
-
-            raise ReadOnlyError("analyst Cypher that writes is not supported on a Bolt store yet; use Memory's methods")
+            return self._analyst_write(query, params, force=force)
         if self._deferred:
             self.flush_deferred()
         import neo4j
 
+        from graphmem.errors import CypherError
+        from graphmem.store import analyst
+
+        if not query or not query.strip():
+            raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
+        analyst.check_text(query, write=False, force=False)
+        toks = analyst.tokens(query)
+        clause = {t.upper() for i, (kind, t) in enumerate(toks) if kind == "word" and (i == 0 or toks[i - 1] != ("other", "."))}
+        if clause & _WRITE_CLAUSES:
+            raise CypherError("this query writes to the graph; pass write=True (CLI: --write) if you mean it")
         check_db_params(params)
         timeout = None if timeout_ms is None else timeout_ms / 1000.0
-        try:
+        try:  # in a transaction that is always rolled back: a write the checks missed is undone
             with self._bolt.driver.session(database=self._bolt.database, default_access_mode=neo4j.READ_ACCESS) as s:
-                result = s.run(neo4j.Query(query, timeout=timeout), dialect.to_wire(dict(params or {})))
-                keys = list(result.keys())
-                return [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
+                tx = s.begin_transaction(timeout=timeout)
+                try:
+                    result = tx.run(query, dialect.to_wire(dict(params or {})))
+                    keys = list(result.keys())
+                    return [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
+                finally:
+                    with suppress(Exception):
+                        tx.rollback()
         except Exception as e:
-            from graphmem.errors import CypherError
-
             raise CypherError(f"query failed: {_message(e)}") from e
+
+    def _analyst_write(self, query: str, params: Mapping[str, Any] | None, *, force: bool) -> list[dict[str, Any]]:
+        """An analyst's write: the statement-kind gate of :mod:`graphmem.store.analyst` (no file,
+        code or transaction control), one statement, no index or constraint change and no change to
+        graphmem's Meta bookkeeping without ``force``; run in a store transaction (so it moves the
+        shared write counter and other processes reload), rolled back on any refusal."""
+        from graphmem.errors import CypherError, ReadOnlyError
+        from graphmem.store import analyst
+
+        if self.read_only:
+            raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
+        if not query or not query.strip():
+            raise CypherError("the Cypher query is empty; pass a query such as 'MATCH (l:Learning) RETURN l.content'")
+        analyst.check_text(query, write=True, force=force)
+        toks = analyst.tokens(query)
+        if ("other", ";") in toks[:-1]:
+            raise CypherError("pass a single Cypher statement")
+        words = {t.upper() for kind, t in toks if kind == "word"}
+        if not force and words & {"INDEX", "CONSTRAINT"} and words & {"CREATE", "DROP"}:
+            raise CypherError("this query changes the database's indexes or constraints, which graphmem relies on; "
+                              "pass force=True (CLI: --force) only if you know what graphmem needs")
+        check_db_params(params)
+        meta = f"MATCH (m:Meta) WHERE {_NOT_GEN} RETURN m.key AS k, m.value AS v ORDER BY k"
+        try:
+            with self.transaction():
+                before = self._main._query(meta, {})
+                rows = list(self._main._query(query, dialect.to_wire(dict(params or {}))))
+                if not force and list(self._main._query(meta, {})) != list(before):
+                    raise CypherError(
+                        "this query changes graphmem's Meta bookkeeping (embedder, dimension, schema version), which "
+                        "can make the database unopenable; rolled back. Pass force=True (CLI: --force) only to repair it on purpose")
+        except CypherError:
+            raise
+        except StoreError as e:
+            raise CypherError(f"Cypher failed: {e}") from e
+        except BoltQueryError as e:
+            raise CypherError(f"Cypher failed: {e}") from e
+        return rows
 
     def stats(self) -> dict[str, int]:
         """Node and edge counts by label / type (the schema's labels, zero when absent)."""
         out: dict[str, int] = {}
         for label in self.bolt_schema.nodes:
             out[label] = int(self.read(f"MATCH (n:{label}) RETURN count(n) AS n")[0]["n"])
-        out["Meta"] = max(0, out.get("Meta", 0) - (1 if self.db_generation > 0 else 0))
+        out["Meta"] = int(self.read(f"MATCH (m:Meta) WHERE {_NOT_GEN} RETURN count(m) AS n")[0]["n"])  # not the counters
         for rel in self.bolt_schema.rels:
             out[rel] = int(self.read(f"MATCH ()-[r:{rel}]->() RETURN count(r) AS n")[0]["n"])
         return out

@@ -11,8 +11,10 @@ DDL is not run there. Instead:
   ``CALL show_connection('R')`` are answered from this model (:func:`catalog_rows`);
 - ``DEFAULT`` values are not stored on old nodes; the dialect treats a missing list as ``[]``.
 
-Data migrations (statements that are not DDL) have nothing to migrate on a new database and are
-skipped: a Bolt database starts at the latest schema version.
+A new Bolt database starts at the latest schema version. An older one (the version is kept in
+``(:Meta {key: 'schema_version'})``) is migrated on open, file by file (:func:`migration_steps`):
+columns added with a default are filled in, data statements run translated, and the version is
+recorded after each file, in that file's transaction.
 """
 
 from __future__ import annotations
@@ -110,6 +112,36 @@ def ddl(schema: Schema) -> list[str]:
     ]
     out += [f"CREATE INDEX gm_{label.lower()}_{prop} IF NOT EXISTS FOR (n:{label}) ON (n.{prop})" for label, prop in EXTRA_INDEXES]
     return out
+
+
+_DDL = re.compile(r"^\s*(CREATE\s+(NODE|REL)\s+TABLE|ALTER\s+TABLE|DROP\s+TABLE|CALL\s+CREATE_FTS_INDEX|CALL\s+DROP_FTS_INDEX)",
+                  re.IGNORECASE)
+
+
+def migration_steps(dim: int, after: int) -> list[tuple[int, list[str]]]:
+    """What a Bolt database at schema version ``after`` runs to reach the latest, file by file:
+    a column added with a ``DEFAULT`` is filled in on the nodes (or edges) that lack it, and a
+    file's data statements run translated (:func:`graphmem.store.bolt.dialect.translate`); the
+    tables themselves need nothing (labels and properties appear when written), and the
+    constraints come from :func:`ddl`."""
+    from graphmem.store.bolt import dialect
+
+    schema = load(dim)
+    steps: list[tuple[int, list[str]]] = []
+    for mig in migrations.available():
+        if mig.version <= after:
+            continue
+        out: list[str] = []
+        for stmt in mig.statements(dim):
+            flat = " ".join(stmt.split())
+            if (m := _ADD_COL.match(flat)) and m.group(4):
+                table, col, default = m.group(1), m.group(2), m.group(4).strip()
+                pattern = f"()-[n:{table}]->()" if table in schema.rels else f"(n:{table})"
+                out.append(f"MATCH {pattern} WHERE n.{col} IS NULL SET n.{col} = {default}")
+            elif not _DDL.match(flat):
+                out.append(dialect.translate(stmt))
+        steps.append((mig.version, out))
+    return steps
 
 
 _SHOW_TABLES = re.compile(r"^\s*CALL\s+show_tables\(\)\s+RETURN\s+(.+?)\s*$", re.IGNORECASE)
