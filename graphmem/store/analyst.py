@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from graphmem.errors import CypherError
 from graphmem.store import migrations
-from graphmem.store.cypher_gates import _first_line, _rollback, check_text, read_only, time_limit, tokens
+from graphmem.store.cypher_gates import check_text, first_line, read_only, rollback, time_limit, tokens
 
 if TYPE_CHECKING:
     from graphmem.store.connection import KuzuConnection
@@ -332,11 +332,11 @@ def user_view(
                 view.fill(source, user, search=search, vectors=vectors)
             finally:
                 if own_tx:
-                    _rollback(source)
+                    rollback(source)
         except RuntimeError as e:
             with suppress(RuntimeError):
                 view.clear()
-            raise CypherError(f"building the per-user view failed: {_first_line(e)}") from e
+            raise CypherError(f"building the per-user view failed: {first_line(e)}") from e
         view.holds = (user, store.generation, search, vectors)
         try:
             yield view.conn

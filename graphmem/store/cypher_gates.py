@@ -26,7 +26,6 @@ The per-user view over these gates is in :mod:`graphmem.store.analyst`.
 
 from __future__ import annotations
 
-import importlib.util  # noqa: F401  -- Kùzu's COPY from pyarrow needs it imported first
 import re
 import warnings
 from collections.abc import Iterator, Mapping
@@ -191,12 +190,12 @@ def prepare(conn: kuzu.Connection, query: str) -> Any:
         try:
             stmt = conn.prepare(query)
         except RuntimeError as e:
-            raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+            raise CypherError(f"Cypher failed: {first_line(e)}") from e
     if not stmt.is_success():
         msg = stmt.get_error_message()
         if "multiple statements" in msg:
             raise CypherError("pass one Cypher statement at a time (no ';' between statements)")
-        raise CypherError(f"Cypher failed: {_first_line(msg)}")
+        raise CypherError(f"Cypher failed: {first_line(msg)}")
     return stmt
 
 
@@ -217,7 +216,7 @@ def checked(conn: kuzu.Connection, query: str, params: Mapping[str, Any] | None,
     try:
         operators, functions = plan(conn, query, params)
     except RuntimeError as e:
-        raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+        raise CypherError(f"Cypher failed: {first_line(e)}") from e
     check_plan(operators, functions, write=write, force=force)
     return stmt
 
@@ -229,23 +228,23 @@ def read_only(conn: kuzu.Connection, query: str, params: Mapping[str, Any] | Non
         try:
             return _execute(conn, stmt, params)
         except RuntimeError as e:
-            raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+            raise CypherError(f"Cypher failed: {first_line(e)}") from e
     try:
         conn.execute("BEGIN TRANSACTION READ ONLY")
     except RuntimeError as e:
-        raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+        raise CypherError(f"Cypher failed: {first_line(e)}") from e
     try:
         rows = _execute(conn, stmt, params)
     except RuntimeError as e:
-        _rollback(conn)
+        rollback(conn)
         text = str(e).lower()
         if "read-only" in text or "read only" in text:
             raise CypherError(_WRITE_HINT) from e
-        raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+        raise CypherError(f"Cypher failed: {first_line(e)}") from e
     except BaseException:
-        _rollback(conn)
+        rollback(conn)
         raise
-    _rollback(conn)  # nothing to commit: a read-only transaction
+    rollback(conn)  # nothing to commit: a read-only transaction
     return rows
 
 
@@ -276,17 +275,17 @@ def run(store: KuzuConnection, query: str, params: Mapping[str, Any] | None, *, 
                 )
         except RuntimeError as e:
             if not outer:
-                _rollback(conn)
-            raise CypherError(f"Cypher failed: {_first_line(e)}") from e
+                rollback(conn)
+            raise CypherError(f"Cypher failed: {first_line(e)}") from e
         except BaseException:
             if not outer:
-                _rollback(conn)
+                rollback(conn)
             raise
         if not outer:
             try:
                 conn.execute("COMMIT")
             except RuntimeError as e:
-                raise CypherError(f"commit failed: {_first_line(e)}") from e
+                raise CypherError(f"commit failed: {first_line(e)}") from e
         return rows
 
 
@@ -317,11 +316,13 @@ def time_limit(conn: kuzu.Connection, timeout_ms: int | None) -> Iterator[None]:
         conn.set_query_timeout(0)
 
 
-def _rollback(conn: kuzu.Connection) -> None:
+def rollback(conn: kuzu.Connection) -> None:
+    """Roll back ``conn``'s open transaction, if any (an error doing so is ignored)."""
     with suppress(RuntimeError):
         conn.execute("ROLLBACK")
 
 
-def _first_line(e: Exception | str) -> str:
+def first_line(e: Exception | str) -> str:
+    """The first line of an error's text (Kùzu's messages run on), or its class name."""
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
