@@ -55,6 +55,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import settings_overrides as _overrides
 from benchmarks.learnings import _stdout_to_stderr
 from graphmem.config import Settings
 from graphmem.embed import Embedder, HashEmbedder
@@ -479,19 +480,6 @@ def plot_band(result: dict[str, Any], window: int, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
-
-
-def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
-    """``NAME=VALUE`` strings as Settings fields, each value parsed as JSON when it can be."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        name, _, value = pair.partition("=")
-        try:
-            out[name.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[name.strip()] = value
-    Settings(**out)  # fail early on an unknown name or a bad value
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -51,6 +51,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import settings_overrides as _overrides
 from graphmem import HashEmbedder, Memory, Settings
 from graphmem.llm import OfflineLLM
 from graphmem.tuning import GuardScore
@@ -251,18 +252,6 @@ def _check_tuner(run: Run, mem: Memory) -> None:
                     f"({[(r.name, r.old, r.new) for r in kept.recommendations]}); snapshots {len(snaps)}")
 
     _check(run, "auto-tuner", check)
-
-
-def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        name, _, value = pair.partition("=")
-        try:
-            out[name.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[name.strip()] = value
-    Settings(**out)  # fail early on an unknown name or a bad value
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from graphmem.errors import InvalidInputError
+from graphmem.jsonl import read_objects
 from graphmem.models import utcnow
 from graphmem.store import transfer as store_transfer
 from graphmem.store.transfer import Progress
@@ -80,21 +81,9 @@ def read_dump(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[tuple[
     """The header and the (line number, record) pairs of a memory export; InvalidInputError
     naming the line for anything that is not one."""
     source = Path(path)
-    try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidInputError(f"cannot read {source}: {getattr(e, 'strerror', None) or e}") from e
     header: dict[str, Any] | None = None
     records: list[tuple[int, dict[str, Any]]] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InvalidInputError(f"{source}:{number}: not JSON ({e.msg}); the file is damaged or not a memory export") from e
-        if not isinstance(item, dict):
-            raise InvalidInputError(f"{source}:{number}: expected a JSON object, got {type(item).__name__}")
+    for number, item in read_objects(source, not_json_hint="the file is damaged or not a memory export"):
         if header is None:
             header = item
             _check_header(source, header)

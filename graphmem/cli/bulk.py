@@ -8,7 +8,6 @@ progress bar (on stderr) follows the embedding, the slow part.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,25 +18,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from graphmem.cli.common import command, console, err_console, open_memory, print_json
 from graphmem.errors import GraphmemError
+from graphmem.jsonl import read_objects
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The file's objects, one per non-empty line; a bad line is an error naming it."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise GraphmemError(f"cannot read {path}: {e.strerror or e}") from e
-    items = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise GraphmemError(f"{path}:{number}: not JSON ({e.msg}); write one JSON object per line") from e
-        if not isinstance(item, dict):
-            raise GraphmemError(f"{path}:{number}: expected a JSON object, got {type(item).__name__}")
-        items.append(item)
+    items = [item for _, item in read_objects(path, not_json_hint="write one JSON object per line")]
     if not items:
         raise GraphmemError(f"{path} holds no JSON objects")
     return items

@@ -2,21 +2,41 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 if TYPE_CHECKING:
-    from graphmem.server.core import Owner
+    from graphmem.memory import Memory
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
+class _Gate(Protocol):
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def rejected(self) -> int: ...
+
+
+class Observed(Protocol):
+    """What the metrics read from the server's owner (:class:`graphmem.server.core.Owner`)."""
+
+    @property
+    def root(self) -> Memory: ...
+    @property
+    def gate(self) -> _Gate: ...
+    @property
+    def last_refresh(self) -> float | None: ...
+    @property
+    def last_cycle(self) -> float | None: ...
+
+
 class Metrics:
     """Request counts and latencies per endpoint, graph sizes, refresher and cycle times."""
 
-    def __init__(self, owner: Owner) -> None:
+    def __init__(self, owner: Observed) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(

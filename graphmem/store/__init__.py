@@ -1,12 +1,11 @@
 """The graph store: the only package with Cypher in it.
 
-``GraphStore`` is the protocol the rest of graphmem programs against; ``KuzuGraphStore`` is the
-Kùzu implementation, assembled from one mixin per concern so each module stays small:
-
-- ``kuzu_store.KuzuBase``: opening, locking, transactions, raw and analyst Cypher, errors
-- ``learnings.LearningStore``: Learning nodes and their edges, the learning catalog
-- ``events.EventStore``: Event and Objective nodes, the event catalog
-- further mixins add retrieval queries, summaries, the outcome loop and traces.
+``GraphStore`` (:mod:`graphmem.store.interfaces`) is the protocol the rest of graphmem programs
+against: one small protocol per concern (learnings, events, retrieval reads, summaries, the
+outcome loop, traces, ...) over the engine's :class:`~graphmem.store.connection.Connection`.
+``KuzuGraphStore`` (:mod:`graphmem.store.kuzu_graph`) is the Kùzu implementation, assembled from
+``kuzu_store.KuzuBase`` (opening, locking, transactions, raw Cypher) and one mixin per concern;
+:mod:`graphmem.store.bolt` runs the same mixins over a Bolt server.
 
 Moving to another engine means reimplementing this package only.
 """
@@ -14,116 +13,11 @@ Moving to another engine means reimplementing this package only.
 from __future__ import annotations
 
 import os
-import sys
 import threading
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, suppress
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-import numpy as np
-
-from graphmem.models import Event, Learning, LearningLinks, Objective
-from graphmem.store.analytics import AnalyticsStore
-from graphmem.store.bulk import BulkStore
-from graphmem.store.catalog import EventCatalog, LearningCatalog
-from graphmem.store.distill import DistillStore
-from graphmem.store.domains import DomainStore
-from graphmem.store.events import EventStore
-from graphmem.store.evolution import EvolutionStore
-from graphmem.store.facts import FactStore
-from graphmem.store.forget import ForgetStore
-from graphmem.store.learnings import LearningStore
-from graphmem.store.loop import LoopStore
-from graphmem.store.prompts import PromptStore
-from graphmem.store.regression import RegressionStore
-from graphmem.store.retrieval import RetrievalStore
-from graphmem.store.search import SearchStore
-from graphmem.store.summaries import SummaryStore
-from graphmem.store.traces import TraceStore
-from graphmem.store.tuning import TuningStore
-
-
-@runtime_checkable
-class GraphStore(Protocol):
-    """What graphmem needs from a graph database (core operations)."""
-
-    dim: int
-    learning_catalog: LearningCatalog
-    event_catalog: EventCatalog
-
-    def transaction(self) -> AbstractContextManager[None]: ...
-    def read(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]: ...
-    def write(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]: ...
-    def cypher(self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False) -> list[dict[str, Any]]: ...
-    def close(self) -> None: ...
-
-    def insert_learning(self, learning: Learning, embedding: np.ndarray, links: LearningLinks) -> None: ...
-    def save_learning(self, learning: Learning, embedding: np.ndarray | None = None) -> None: ...
-    def get_learning(self, learning_id: str) -> Learning: ...
-    def get_learnings(self, ids: Sequence[str]) -> list[Learning]: ...
-    def find_learnings(self, **filters: Any) -> list[Learning]: ...
-
-    def insert_event(self, event: Event, embedding: np.ndarray) -> None: ...
-    def get_event(self, event_id: str) -> Event: ...
-    def recent_events(self, user_id: str, **filters: Any) -> list[Event]: ...
-    def insert_objective(self, objective: Objective) -> None: ...
-    def get_objective(self, objective_id: str) -> Objective: ...
-    def save_objective(self, objective: Objective) -> None: ...
-
-
-class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, SearchStore, AnalyticsStore, LoopStore, SummaryStore, TraceStore,
-                     ForgetStore, FactStore, PromptStore, DistillStore, RegressionStore, EvolutionStore, TuningStore,
-                     DomainStore):
-    """The Kùzu implementation of :class:`GraphStore`."""
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str] | None,
-        *,
-        dim: int,
-        embedder_name: str,
-        read_only: bool = False,
-        vector_storage: str = "auto",
-        vector_int8_min_rows: int = 50_000,
-        buffer_pool_mb: int = 0,
-    ) -> None:
-        super().__init__(path, dim=dim, embedder_name=embedder_name, read_only=read_only, buffer_pool_mb=buffer_pool_mb)
-        self.learning_catalog.vectors.configure(vector_storage, vector_int8_min_rows)  # before the load
-        self.reload_catalogs()
-
-    def configure_vectors(self, storage: str, int8_min_rows: int) -> None:
-        """Change how the learnings' vector mirror is stored ("auto", "float32", "int8"; see
-        graphmem/store/vectors.py); re-reads the file when int8 rows must become float32."""
-        with self._lock.exclusive():
-            if not self.learning_catalog.vectors.configure(storage, int8_min_rows):
-                self.reload_catalogs()
-
-    def reload_catalogs(self) -> None:
-        """Rebuild the in-memory catalogs from the file (on open, and after raw Cypher writes).
-
-        Holds the store exclusively, so no ranking reads half-rebuilt mirrors.
-        """
-        with self._lock.exclusive():
-            self.forget_cached_learnings()
-            self.forget_summary_texts()
-            self.load_learning_catalog()
-            self.load_event_catalog()
-        release_unused_memory()
-
-
-def release_unused_memory() -> None:
-    """Hand memory freed after a catalog load back to the OS (Arrow's pool and glibc's heap keep
-    it otherwise: ~290 MB of resident memory at 100k learnings)."""
-    with suppress(Exception):
-        import pyarrow as pa
-
-        pa.default_memory_pool().release_unused()
-    if sys.platform.startswith("linux"):
-        with suppress(Exception):
-            import ctypes
-
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-
+from graphmem.store.interfaces import GraphStore
+from graphmem.store.kuzu_graph import KuzuGraphStore, release_unused_memory
 
 _OPEN: dict[str, tuple[KuzuGraphStore, int]] = {}
 _OPEN_LOCK = threading.Lock()
@@ -200,4 +94,4 @@ def release_store(store: KuzuGraphStore) -> None:
     store.close()
 
 
-__all__ = ["GraphStore", "KuzuGraphStore", "open_store", "release_store"]
+__all__ = ["GraphStore", "KuzuGraphStore", "open_store", "release_store", "release_unused_memory"]

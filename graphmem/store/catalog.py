@@ -18,7 +18,7 @@ from graphmem.models import STATUSES, TIERS, Learning
 from graphmem.store.anchors import Anchor, AnchorIndex, anchors_of, owner_bucket
 from graphmem.store.lexical import LexicalIndex
 from graphmem.store.text import search_text
-from graphmem.store.vectors import ScanMatrix, _torch
+from graphmem.store.vectors import ScanMatrix, _torch, normalise
 
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 TIER_CODE = {t: i for i, t in enumerate(TIERS)}
@@ -31,26 +31,6 @@ def _ts(dt: datetime | None) -> float:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return (dt - _EPOCH).total_seconds()
-
-
-def normalise(vectors: np.ndarray, *, in_place: bool = False) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero), as float32.
-
-    Uses einsum for the squared norms (several times faster than np.linalg.norm on 100k rows)
-    and skips the division when every row is already a unit vector, as embedders return them.
-    """
-    v = np.asarray(vectors, dtype=np.float32)
-    if v.ndim == 1:
-        v = v[None, :]
-    sq = np.einsum("ij,ij->i", v, v)
-    if sq.size and np.all(np.abs(sq - 1.0) < 1e-4):
-        return v
-    norms = np.sqrt(sq)
-    norms[norms == 0] = 1.0
-    if in_place and v.flags.writeable:
-        v /= norms[:, None]
-        return v
-    return v / norms[:, None]
 
 
 @dataclass

@@ -14,12 +14,12 @@ import numpy as np
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE
 
 if TYPE_CHECKING:
-    from graphmem.store import KuzuGraphStore
+    from graphmem.store.connection import Connection
 
 _FIELDS = ("status", "tier", "helpful", "harmful", "validations")
 
 
-def mirror_mismatches(store: KuzuGraphStore, *, limit: int = 20) -> list[str]:
+def mirror_mismatches(store: Connection, *, limit: int = 20) -> list[str]:
     """Differences between the mirrors and the file, as readable lines ([] when they agree)."""
     problems: list[str] = []
     with store.snapshot():

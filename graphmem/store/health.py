@@ -23,7 +23,7 @@ from graphmem.store import migrations
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE
 
 if TYPE_CHECKING:
-    from graphmem.store import KuzuGraphStore
+    from graphmem.store.connection import Mirrored
 
 log = logging.getLogger("graphmem")
 
@@ -125,22 +125,22 @@ def _problem(kind: str, message: str, *, table: str = "", ident: Any = None, rep
     return {"kind": kind, "table": table, "id": ident, "message": message, "repairable": repairable}
 
 
-def _rows(store: KuzuGraphStore, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def _rows(store: Mirrored, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     return store.read(cypher, params)
 
 
-def _tables(store: KuzuGraphStore) -> set[str]:
+def _tables(store: Mirrored) -> set[str]:
     return {r["name"] for r in _rows(store, "CALL show_tables() RETURN name")}
 
 
-def _embedding_dim(store: KuzuGraphStore) -> int | None:
+def _embedding_dim(store: Mirrored) -> int | None:
     for r in _rows(store, "CALL table_info('Learning') RETURN name, type"):
         if r["name"] == "embedding" and str(r["type"]).upper().startswith("FLOAT["):
             return int(str(r["type"])[6:-1])
     return None
 
 
-def check(store: KuzuGraphStore) -> list[dict[str, Any]]:
+def check(store: Mirrored) -> list[dict[str, Any]]:
     """Every problem found in the file, as dicts: kind, table, id, message, repairable."""
     out: list[dict[str, Any]] = []
     tables = _tables(store)
@@ -197,7 +197,7 @@ def check(store: KuzuGraphStore) -> list[dict[str, Any]]:
     return out
 
 
-def repair(store: KuzuGraphStore, embed: Callable[[Sequence[str]], np.ndarray]) -> list[str]:
+def repair(store: Mirrored, embed: Callable[[Sequence[str]], np.ndarray]) -> list[str]:
     """Fix what :func:`check` marks repairable; returns what was done, one line each.
 
     Unknown enum values become the safe default (status → disabled, tier → archive, kind and
@@ -267,7 +267,7 @@ class DoctorReport(BaseModel):
         return not (self.remaining if self.repaired else self.problems)
 
 
-def doctor(store: KuzuGraphStore, *, repair_it: bool, embed: Callable[[Sequence[str]], np.ndarray]) -> DoctorReport:
+def doctor(store: Mirrored, *, repair_it: bool, embed: Callable[[Sequence[str]], np.ndarray]) -> DoctorReport:
     """Check the file; with ``repair_it``, repair what can be repaired and check again."""
     report = DoctorReport(path=None if store.path is None else str(store.path), problems=check(store))
     if repair_it and report.problems:

@@ -579,12 +579,12 @@ class KuzuBase:
         force: bool = False,
         timeout_ms: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Run an analyst's Cypher over the whole file; read-only unless write (see store/analyst.py).
+        """Run an analyst's Cypher over the whole file; read-only unless write (see store/cypher_gates.py).
 
         ``timeout_ms`` stops a read-only query that runs longer (CypherError says so)."""
         if self._deferred:
             self.flush_deferred()
-        from graphmem.store import analyst
+        from graphmem.store import cypher_gates as analyst
 
         if write:
             return analyst.run(self, query, params, write=write, force=force)

@@ -43,6 +43,26 @@ def _torch() -> Any:
     return _TORCH[0]
 
 
+def normalise(vectors: np.ndarray, *, in_place: bool = False) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32.
+
+    Uses einsum for the squared norms (several times faster than np.linalg.norm on 100k rows)
+    and skips the division when every row is already a unit vector, as embedders return them.
+    """
+    v = np.asarray(vectors, dtype=np.float32)
+    if v.ndim == 1:
+        v = v[None, :]
+    sq = np.einsum("ij,ij->i", v, v)
+    if sq.size and np.all(np.abs(sq - 1.0) < 1e-4):
+        return v
+    norms = np.sqrt(sq)
+    norms[norms == 0] = 1.0
+    if in_place and v.flags.writeable:
+        v /= norms[:, None]
+        return v
+    return v / norms[:, None]
+
+
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length as float32 (zero rows stay zero); always a new array."""
     v = np.array(vectors, dtype=np.float32, ndmin=2)
@@ -176,8 +196,6 @@ class ScanMatrix:
                 stop = min(n, start + _CHUNK)
                 self._m[start:stop], self._scale[start:stop] = quantise(unit_rows(vectors[start:stop]))
             return
-        from graphmem.store.catalog import normalise
-
         m = np.require(vectors, dtype=np.float32, requirements=["C", "W"])
         self._m = normalise(m, in_place=True)
         self._scale = np.ones(n, dtype=np.float32)

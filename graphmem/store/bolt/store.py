@@ -21,7 +21,7 @@ class BoltOverrides(BoltBase):
     def reload_catalogs(self) -> None:
         """Rebuild the in-memory mirrors from the database and remember the write counter they
         were read at (read first: a write in between only makes the next check reload again)."""
-        from graphmem.store import release_unused_memory
+        from graphmem.store.kuzu_graph import release_unused_memory
 
         with self._lock.exclusive():
             try:
@@ -119,7 +119,7 @@ def _assemble() -> type:
     """BoltOverrides first, then KuzuGraphStore with all its mixins: the MRO puts BoltBase's
     primitives before the mixins (they define none of them) and KuzuBase last, and code typed
     against KuzuGraphStore (``isinstance`` checks) takes a Bolt store as it is."""
-    from graphmem.store import KuzuGraphStore
+    from graphmem.store.kuzu_graph import KuzuGraphStore
 
     return type("BoltGraphStore", (BoltOverrides, KuzuGraphStore), {
         "__doc__": "graphmem's store on a Bolt graph server (ArcadeDB, Neo4j, Memgraph): the Kùzu "
