@@ -12,7 +12,7 @@ import cycle; ``kuzu_store.KuzuBase`` and ``bolt.base.BoltBase`` implement them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -56,6 +56,7 @@ class Connection(Protocol):
         timeout_ms: int | None = None,
     ) -> list[dict[str, Any]]: ...
     def stats(self) -> dict[str, int]: ...
+    def scan_chunks(self, label: str, var: str, projection: str) -> Iterator[Any]: ...
     def close(self) -> None: ...
 
 

@@ -225,8 +225,6 @@ class ScanMatrix:
             if self.quantised:
                 self._m[n0 + start : n0 + stop], self._scale[n0 + start : n0 + stop] = quantise(unit_rows(part))
             else:
-                from graphmem.store.catalog import normalise
-
                 self._m[n0 + start : n0 + stop] = normalise(part)
         self.ids.extend(ids)
 
