@@ -96,7 +96,7 @@ class Settings(BaseModel):
     # clearly harmful: the Wilson upper bound (z = harmful_z) of helpful / n below harmful_max_success
     # drops the learning even when the success-rate filter would relax (0 turns it off)
     harmful_max_success: float = 0.5
-    harmful_z: float = 1.64
+    harmful_z: float = 1.96
     pattern_boost: float = 0.1
     pattern_similarity: float = 0.8  # seed 002: a query joins the nearest Pattern at cosine >= this
     min_success_rate: float = 0.3  # seed 002 stage 2: drop rows rated below it ...

@@ -93,8 +93,8 @@ def wilson_upper(helpful: np.ndarray, n: np.ndarray, z: float) -> np.ndarray:
 def clearly_harmful(catalog: LearningCatalog, rows: np.ndarray, settings: Settings) -> np.ndarray:
     """True where the ratings say with confidence that the learning fails more than it helps: the
     Wilson upper bound (z = ``harmful_z``) of helpful / (helpful + harmful) is below
-    ``harmful_max_success`` (all False when that is 0). With z = 1.64 (one-sided 95 %) and the default
-    0.5: 0 of 3, 1 of 7, 2 of 9 or 3 of 13 helpful. Pinned learnings are never dropped."""
+    ``harmful_max_success`` (all False when that is 0). With z = 1.96 and the default 0.5: 0 of 4
+    (``evolve_min_ratings``: run_cycle can still rewrite it), 1 of 8, 2 of 11 or 3 of 14 helpful. Pinned learnings are never dropped."""
     if settings.harmful_max_success <= 0 or len(rows) == 0:
         return np.zeros(len(rows), dtype=bool)
     helpful = catalog.col("helpful")[rows].astype(np.float64)
