@@ -2,7 +2,7 @@
 
     python -m benchmarks.loop [--episodes 400] [--seed 0] [--seeds 1] [--window 40]
                               [--exploration B] [--compare-exploration B2] [--counters-off] [--no-used]
-                              [--set NAME=VALUE ...]
+                              [--set NAME=VALUE ...] [--jobs N]
                               [--embedder hash|minilm] [--json] [--save]
 
 Results go to benchmarks/results/local/ (ignored); ``--save`` writes benchmarks/results/.
@@ -482,6 +482,11 @@ def plot_band(result: dict[str, Any], window: int, path: Path) -> None:
     plt.close(fig)
 
 
+def _simulate_quietly(cfg: LoopConfig) -> dict[str, Any]:
+    """One seed in a worker process (``--jobs``): every mode, no progress lines."""
+    return simulate(cfg)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (1 if an injection became a learning)."""
     from rich.console import Console
@@ -509,6 +514,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--embedder", choices=["hash", "minilm"], default=d.embedder)
     ap.add_argument("--json", action="store_true", help="print the result as JSON on stdout (tables go to stderr)")
     ap.add_argument("--seeds", type=int, default=1, help="run seeds seed..seed+N-1; report mean ± sd and a band")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="run the seeds in up to N processes (the same results, sooner on a machine with free cores)")
     ap.add_argument("--save", action="store_true", help="write benchmarks/results/ (default: results/local/)")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--png-out", type=Path, default=None)
@@ -529,10 +536,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _stdout_to_stderr(args.json):
         t0 = time.perf_counter()
         per_seed = []
-        for k in range(max(1, args.seeds)):
-            seed_cfg = LoopConfig(**{**asdict(cfg), "seed": cfg.seed + k})
-            per_seed.append(simulate(seed_cfg, progress=lambda m: console.print(f"[dim]{m}[/dim]")))
-            print_table(per_seed[-1], console)
+        seed_cfgs = [LoopConfig(**{**asdict(cfg), "seed": cfg.seed + k}) for k in range(max(1, args.seeds))]
+        if args.jobs > 1 and len(seed_cfgs) > 1:
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=min(args.jobs, len(seed_cfgs))) as pool:
+                per_seed = list(pool.map(_simulate_quietly, seed_cfgs))
+            for res in per_seed:
+                print_table(res, console)
+        else:
+            for seed_cfg in seed_cfgs:
+                per_seed.append(simulate(seed_cfg, progress=lambda m: console.print(f"[dim]{m}[/dim]")))
+                print_table(per_seed[-1], console)
         result = per_seed[0] if len(per_seed) == 1 else aggregate(per_seed)
         result["total_s"] = round(time.perf_counter() - t0, 2)
         if len(per_seed) > 1:

@@ -141,7 +141,8 @@ def simulate(episodes: int = 120, cycle: int = 10, overrides: dict[str, Any] | N
     t0 = time.perf_counter()
     clock = Clock()
     run = Run(episodes=episodes)
-    settings = Settings(**{"tune_low_follow_rate": 0.6, **(overrides or {})})
+    # harmful_max_success=0: the planted learning stays shown, so its lifecycle window fills (20 outcomes)
+    settings = Settings(**{"tune_low_follow_rate": 0.6, "harmful_max_success": 0.0, **(overrides or {})})
     mem = Memory(None, user="owner", embedder=HashEmbedder(), llm=OfflineLLM(), settings=settings, clock=clock)
     try:
         mem.add_learning(GOOD, tool="send_email", entities=["Dana"], source_type="user_feedback", confidence=0.7)

@@ -96,6 +96,15 @@ class Settings(BaseModel):
     fusion_weight_max: float = 2.0
     fusion_learn_examples: int = 50  # outcomes kept for the ratchet's replay
     fusion_ratchet_tolerance: float = 0.0  # a step may lower the replay accuracy of the best weights by this much
+    # evidence-weighted record (part of the quality prior): record_weight · (Beta mean − ½) ·
+    # n / (n + record_ratings) added to the score, n = helpful + harmful: few ratings, small effect;
+    # many ratings outrank a relevance tie (0 turns it off; README "Counters that pay")
+    record_weight: float = 0.5
+    record_ratings: float = 3.0
+    # clearly harmful: the Wilson upper bound (z = harmful_z) of helpful / n below harmful_max_success
+    # drops the learning even when the success-rate filter would relax (0 turns it off)
+    harmful_max_success: float = 0.5
+    harmful_z: float = 1.96
     pattern_boost: float = 0.1
     pattern_similarity: float = 0.8  # seed 002: a query joins the nearest Pattern at cosine >= this
     min_success_rate: float = 0.3  # seed 002 stage 2: drop rows rated below it ...
@@ -367,6 +376,8 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "exploration_ratings": _COUNT,
     "fusion_learn_rate": _COUNT, "fusion_weight_min": _COUNT, "fusion_weight_max": _COUNT,
     "fusion_learn_examples": _COUNT, "fusion_ratchet_tolerance": _UNIT,
+    "exploration_ratings": _COUNT, "record_weight": _COUNT, "record_ratings": _POSITIVE,
+    "harmful_max_success": _UNIT, "harmful_z": _COUNT,
     "window_size": _POSITIVE, "window_min_samples": _COUNT, "promote_quality": _UNIT,
     "promote_pass_rate": _UNIT, "promote_max_fallback_rate": _UNIT, "promote_max_regenerate": _COUNT,
     "promotion_streak": _POSITIVE, "demotion_streak": _POSITIVE, "disable_streak": _POSITIVE,

@@ -137,7 +137,7 @@ def test_too_few_ratings_is_not_failing_but_evolve_on_demand_works(make_memory: 
 
 
 def test_no_candidate_beats_the_original_nothing_is_written(make_memory: Callable[..., Memory]) -> None:
-    mem = make_memory()
+    mem = make_memory(settings=Settings(harmful_max_success=0.0))  # still shown after 4 failures: rated again below
     mem.add_judge("totals", CRITERIA, node="billing")
     bad = mem.add_learning(BAD, tool="billing")  # no helpful sibling: nothing to breed with
     for i in range(4):

@@ -165,7 +165,7 @@ def test_quality_prior_orders_helpful_first_and_can_be_switched_off(make_memory:
     mem = make_memory()
     bad = mem.add_learning("Attach the signed contract", tool="send_email")
     good = mem.add_learning("Mention the renewal deadline", tool="send_email")
-    mem.update_learning(bad.id, helpful=0, harmful=12)
+    mem.update_learning(bad.id, helpful=4, harmful=8)  # mostly failing, not clearly harmful (that is dropped)
     mem.update_learning(good.id, helpful=12, harmful=0)
     items = mem._retrieval.rank_learnings("", tool="send_email", limit=2)
     assert [i.id for i in items] == [good.id, bad.id]

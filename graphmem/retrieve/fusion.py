@@ -61,6 +61,48 @@ def exploration(catalog: LearningCatalog, rows: np.ndarray, settings: Settings) 
     return settings.exploration_bonus * np.clip(1.0 - ratings / k, 0.0, 1.0)
 
 
+def record(catalog: LearningCatalog, rows: np.ndarray, settings: Settings) -> np.ndarray:
+    """Per-row evidence-weighted record, added to the blended score (part of the quality prior).
+
+    ``record_weight · (mean − ½) · n / (n + record_ratings)`` with n = helpful + harmful and mean
+    the Beta(helpful+1, harmful+1) posterior mean: 0 for a learning never rated, a small nudge
+    after a few ratings, and up to ±½·record_weight for a long record, so a learning that keeps
+    failing falls under a same-scope one that helps (or is new) even when it matches the query a
+    little better. All 0 when ``record_weight`` is 0.
+    """
+    if settings.record_weight <= 0:
+        return np.zeros(len(rows))
+    helpful = catalog.col("helpful")[rows].astype(np.float64)
+    harmful = catalog.col("harmful")[rows].astype(np.float64)
+    n = helpful + harmful
+    mean = (helpful + 1.0) / (n + 2.0)
+    return settings.record_weight * (mean - 0.5) * n / (n + settings.record_ratings)
+
+
+def wilson_upper(helpful: np.ndarray, n: np.ndarray, z: float) -> np.ndarray:
+    """Upper Wilson score bound of the success share helpful / n (1 where n is 0)."""
+    n = np.asarray(n, dtype=np.float64)
+    safe = np.maximum(n, 1.0)
+    p = np.asarray(helpful, dtype=np.float64) / safe
+    z2 = z * z
+    centre = p + z2 / (2.0 * safe)
+    margin = z * np.sqrt(p * (1.0 - p) / safe + z2 / (4.0 * safe * safe))
+    return np.where(n > 0, (centre + margin) / (1.0 + z2 / safe), 1.0)
+
+
+def clearly_harmful(catalog: LearningCatalog, rows: np.ndarray, settings: Settings) -> np.ndarray:
+    """True where the ratings say with confidence that the learning fails more than it helps: the
+    Wilson upper bound (z = ``harmful_z``) of helpful / (helpful + harmful) is below
+    ``harmful_max_success`` (all False when that is 0). With z = 1.96 and the default 0.5: 0 of 4
+    (``evolve_min_ratings``: run_cycle can still rewrite it), 1 of 8, 2 of 11 or 3 of 14 helpful. Pinned learnings are never dropped."""
+    if settings.harmful_max_success <= 0 or len(rows) == 0:
+        return np.zeros(len(rows), dtype=bool)
+    helpful = catalog.col("helpful")[rows].astype(np.float64)
+    n = helpful + catalog.col("harmful")[rows]
+    upper = wilson_upper(helpful, n, settings.harmful_z)
+    return np.asarray((upper < settings.harmful_max_success) & ~is_pinned(catalog, rows))
+
+
 def blend(
     relevance: np.ndarray,
     quality: np.ndarray,

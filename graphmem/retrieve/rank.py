@@ -24,7 +24,16 @@ from graphmem.retrieve.candidates import (
     vector_candidates,
 )
 from graphmem.retrieve.context import ScoredLearning
-from graphmem.retrieve.fusion import blend, exploration, is_pinned, mmr, quality_prior, rrf
+from graphmem.retrieve.fusion import (
+    blend,
+    clearly_harmful,
+    exploration,
+    is_pinned,
+    mmr,
+    quality_prior,
+    record,
+    rrf,
+)
 from graphmem.store.catalog import LearningCatalog, _ts
 
 if TYPE_CHECKING:
@@ -136,6 +145,13 @@ class Retriever:
                      if h[r] + b[r] < s.min_success_samples or h[r] / (h[r] + b[r]) >= s.min_success_rate}
             if len(rated) >= min(limit, len(fused)):
                 fused = rated
+        if s.quality_prior_enabled and s.harmful_max_success > 0 and fused:
+            # the quality prior drops what its ratings say clearly hurts, never relaxed: for the
+            # agent, no advice beats advice that keeps failing (README "Counters that pay")
+            cand = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
+            bad = clearly_harmful(catalog, cand, s)
+            if bad.any():
+                fused = {int(r): fused[int(r)] for r in cand[~bad]}
         if not fused:
             self.timings_ms = timings
             return []
@@ -144,6 +160,7 @@ class Retriever:
         relevance = rrf_scores / rrf_scores.max()
         pinned = is_pinned(catalog, rows)
         quality = success = recency = draws = None
+        evidence = np.zeros(len(rows))
         if s.quality_prior_enabled:
             quality, success, recency = quality_prior(catalog, rows, now_ts, s)
             explore = exploration(catalog, rows, s)
@@ -151,11 +168,12 @@ class Retriever:
             if s.thompson_sampling:
                 h, b = catalog.col("helpful")[rows], catalog.col("harmful")[rows]
                 draws = self.rng.beta(h + 1.0, b + 1.0)
+            evidence = record(catalog, rows, s)
             if fusion:
                 scores = blend(relevance, quality, pinned, s, draws, quality_scale=fusion.get("quality", 1.0),
-                               recency=recency, recency_scale=fusion.get("recency", 1.0))
+                               recency=recency, recency_scale=fusion.get("recency", 1.0)) + evidence
             else:
-                scores = blend(relevance, quality, pinned, s, draws)
+                scores = blend(relevance, quality, pinned, s, draws) + evidence
         else:
             scores = relevance
         lap("fuse")
@@ -208,6 +226,9 @@ class Retriever:
                 )
                 signals["quality"] = float(quality[i])
                 signals["recency"] = float(recency[i])
+                if evidence[i] != 0:
+                    reasons.append(f"record {evidence[i]:+.3f} ({n_help} helpful/{n_harm} harmful)")
+                    signals["record"] = float(evidence[i])
                 if explore[i] > 0:
                     reasons.append(f"exploration +{explore[i]:.2f} ({n_help + n_harm} ratings)")
                     signals["exploration"] = float(explore[i])
