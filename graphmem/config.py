@@ -130,7 +130,9 @@ class Settings(BaseModel):
     # Kùzu's buffer pool (its page cache and query memory), in MB; 0 = Kùzu's default (80 % of the
     # machine's RAM). The hot path reads from the in-memory mirrors, so the cache need not hold the
     # file; a query whose result does not fit fails with a Kùzu buffer-pool error. Applied on open.
-    kuzu_buffer_pool_mb: int = 512
+    # Not capped by default: with 512 MB, adding a batch at 100k learnings failed its commit and
+    # Kùzu 0.11.3 then crashed the process on the next query (README "Open and memory").
+    kuzu_buffer_pool_mb: int = 0
     # search over events (Memory.search over="events"; benchmarks/locomo.py ablates each signal)
     search_fusion: str = "score"  # "score" (z-scored cosine + max-normalised BM25) or "rrf" (ranks)
     search_candidates: int = 100  # per ranked list (vector, full-text) before fusion

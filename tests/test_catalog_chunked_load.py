@@ -191,7 +191,7 @@ def test_buffer_pool_setting_reaches_kuzu(
     mem.close()
     make_memory(settings=Settings(kuzu_buffer_pool_mb=0)).close()
     assert seen[-1] == 0  # Kùzu's default
-    assert Settings().kuzu_buffer_pool_mb > 0
+    assert Settings().kuzu_buffer_pool_mb == 0  # not capped unless asked
     with pytest.raises(ValueError):
         Settings(kuzu_buffer_pool_mb=-1)
     in_memory = KuzuGraphStore(None, dim=16, embedder_name="hash-16", buffer_pool_mb=64)
