@@ -378,7 +378,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "exploration_ratings": _COUNT,
     "fusion_learn_rate": _COUNT, "fusion_weight_min": _COUNT, "fusion_weight_max": _COUNT,
     "fusion_learn_examples": _COUNT, "fusion_ratchet_tolerance": _UNIT,
-    "exploration_ratings": _COUNT, "record_weight": _COUNT, "record_ratings": _POSITIVE,
+    "record_weight": _COUNT, "record_ratings": _POSITIVE,
     "harmful_max_success": _UNIT, "harmful_z": _COUNT,
     "window_size": _POSITIVE, "window_min_samples": _COUNT, "promote_quality": _UNIT,
     "promote_pass_rate": _UNIT, "promote_max_fallback_rate": _UNIT, "promote_max_regenerate": _COUNT,
