@@ -608,10 +608,8 @@ class KuzuBase:
             out[name] = int(self.read(q)[0]["n"])
         return out
 
-    def close(self) -> None:
-        """Close the database; the object is unusable afterwards."""
-        if self._closed:
-            return
+    def _stop_writer(self) -> None:
+        """Write what is deferred, then stop the background writer (first step of closing)."""
         try:
             self.flush_deferred()
         finally:
@@ -621,6 +619,12 @@ class KuzuBase:
             if self._writer is not None and self._writer is not threading.current_thread():
                 self._writer.join(timeout=30)
             self._writer = None
+
+    def close(self) -> None:
+        """Close the database; the object is unusable afterwards."""
+        if self._closed:
+            return
+        self._stop_writer()
         with self._lock.exclusive():
             if not self.read_only and self.path is not None:
                 with suppress(RuntimeError):  # leave the file whole, the log empty

@@ -637,15 +637,7 @@ class BoltBase(KuzuBase):
         """Close the sessions and the driver; the object is unusable afterwards."""
         if self._closed:
             return
-        try:
-            self.flush_deferred()
-        finally:
-            with self._deferred_cond:
-                self._stopping = True
-                self._deferred_cond.notify_all()
-            if self._writer is not None and self._writer is not threading.current_thread():
-                self._writer.join(timeout=30)
-            self._writer = None
+        self._stop_writer()
         with self._lock.exclusive():
             self._closed = True
             self._local = threading.local()
