@@ -15,7 +15,7 @@ from graphmem.client import Client
 from graphmem.server.auth import KeyStore
 from graphmem.store.bolt.testing import ArcadeServer
 from tests.bolt_server import arcade, bolt_url  # noqa: F401 -- fixtures
-from tests.server_helpers import cli_env, free_port, graphmem_cmd, wait_healthy
+from tests.server_helpers import cli_env, free_port, graphmem_cmd, stop_process, wait_healthy
 
 pytestmark = pytest.mark.bolt
 
@@ -35,7 +35,7 @@ def serve_bolt(url: str, auth: tuple[str, str], keys_file: Path, count: int) -> 
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             )
             procs.append(proc)
-            stack.callback(_stop, proc)
+            stack.callback(stop_process, proc)
             urls.append(f"http://127.0.0.1:{port}")
         for u, proc in zip(urls, procs):
             deadline = time.monotonic() + 120
@@ -49,16 +49,6 @@ def serve_bolt(url: str, auth: tuple[str, str], keys_file: Path, count: int) -> 
                 proc.terminate()
                 raise AssertionError(proc.communicate(timeout=20)[1].decode()[-3000:])
         yield urls
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def test_two_servers_over_one_bolt_database(bolt_url: str, arcade: ArcadeServer, tmp_path: Path) -> None:  # noqa: F811
