@@ -23,7 +23,7 @@ demo: setup
 	@echo "The graphmem command is in $(BIN): run '. $(BIN)/activate' first, or call $(BIN)/graphmem directly."
 
 test: setup
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2
 
 check: setup
 	$(BIN)/mypy graphmem
