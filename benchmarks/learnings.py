@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import guard
+from benchmarks.common import guard_history, results_dir
 from benchmarks.dataset import QUERY_KINDS, BenchDataset, load_dataset, noise_keys, noise_reasons
 from benchmarks.metrics import aggregate, max_precision_at_k, mrr, ndcg_at_k, noise_count, precision_at_k, recall_at_k
 from graphmem.config import Settings
@@ -318,13 +319,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.learnings", description=__doc__.split("\n\n")[0])
     ap.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
     ap.add_argument("--check", action="store_true", help="regression guard: append to the history, fail on a regression")
-    ap.add_argument("--history", type=Path, default=guard.DEFAULT_HISTORY)
+    ap.add_argument("--history", type=Path, default=None,
+                    help="the guard's history (default: a local copy of benchmarks/results/history.jsonl; "
+                         "--save: that tracked file)")
     ap.add_argument("--variants", default=";".join(VARIANTS), help="semicolon-separated subset of: " + ", ".join(VARIANTS))
     ap.add_argument("--json", action="store_true", help="print the result as JSON on stdout (tables go to stderr)")
-    ap.add_argument("--json-out", type=Path, default=RESULTS / "learnings.json")
-    ap.add_argument("--png-out", type=Path, default=RESULTS / "learnings.png")
+    ap.add_argument("--json-out", type=Path, default=None, help="default: benchmarks/results/local/learnings.json")
+    ap.add_argument("--png-out", type=Path, default=None, help="default: benchmarks/results/local/learnings.png")
+    ap.add_argument("--save", action="store_true",
+                    help="write the tracked benchmarks/results/ files (default: benchmarks/results/local/)")
     ap.add_argument("--data", type=Path, default=None, help="the labelled set (default benchmarks/data/learnings.json)")
     args = ap.parse_args(argv)
+    out_dir = results_dir(args.save)
+    args.json_out = args.json_out or out_dir / "learnings.json"
+    args.png_out = args.png_out or out_dir / "learnings.png"
+    args.history = args.history or guard_history(args.save)
     variants = [v.strip() for v in args.variants.split(";") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or (args.check and "hybrid" not in variants):

@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import results_dir
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "benchdata" / "locomo"
 KS = (5, 10, 25)
@@ -371,8 +373,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--limit-conversations", type=int, default=None)
     ap.add_argument("--conversations", default=None,
                     help="only these conversation indices, e.g. 0-4 (the tuning half) or 5-9 or 0,3")
-    ap.add_argument("--json-out", type=Path, default=REPO / "benchmarks" / "results" / "locomo.json")
-    ap.add_argument("--png-out", type=Path, default=REPO / "benchmarks" / "results" / "locomo.png")
+    ap.add_argument("--json-out", type=Path, default=None, help="default: benchmarks/results/local/locomo.json")
+    ap.add_argument("--png-out", type=Path, default=None, help="default: benchmarks/results/local/locomo.png")
+    ap.add_argument("--save", action="store_true",
+                    help="write the tracked benchmarks/results/ files (default: benchmarks/results/local/)")
     ap.add_argument("--embed-cache", type=Path, default=None,
                     help="keep MiniLM embeddings of turns and questions in this .npz across runs "
                          "(e.g. benchmarks/results/local/locomo_embeddings.npz; ingest timing then excludes embedding)")
@@ -390,7 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     result = run(args.data, limit=args.limit_conversations, captions=not args.no_captions, configs=configs,
                  embed_cache=args.embed_cache, only=parse_indices(args.conversations))
-    report(result, args.json_out, args.png_out)
+    out_dir = results_dir(args.save)
+    report(result, args.json_out or out_dir / "locomo.json", args.png_out or out_dir / "locomo.png")
     return 0
 
 

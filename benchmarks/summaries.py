@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import results_dir
 from graphmem import Memory, Settings
 from graphmem.embed import HashEmbedder
 from graphmem.llm.offline import OfflineLLM
 from graphmem.models import Learning
 
-RESULTS = Path(__file__).resolve().parent / "results"
 TOOLS = [f"tool_{i:02d}" for i in range(20)]
 BENCH_TOOL = TOOLS[0]
 KINDS = ["rule", "preference", "observation", "checklist"]
@@ -116,8 +116,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 100_000])
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--json-out", type=Path, default=RESULTS / "summaries.json")
+    parser.add_argument("--json-out", type=Path, default=None, help="default: benchmarks/results/local/summaries.json")
+    parser.add_argument("--save", action="store_true",
+                        help="write the tracked benchmarks/results/summaries.json (default: results/local/)")
     args = parser.parse_args(argv)
+    args.json_out = args.json_out or results_dir(args.save) / "summaries.json"
     with tempfile.TemporaryDirectory(prefix="graphmem-summaries-") as tmp:
         rows = [bench_size(size, args.rounds, Path(tmp)) for size in args.sizes]
     base = rows[0]["incremental_refresh_ms_p50"]

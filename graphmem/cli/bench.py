@@ -60,10 +60,12 @@ def run_benchmark(name: str, argv: Sequence[str], *, check: bool = False, as_jso
     with contextlib.redirect_stdout(sys.stderr) if redirect else contextlib.nullcontext():
         result: Any = module.main(args)
     if redirect:
-        saved = Path(str(module.__file__)).parent / "results" / default_out if default_out else None
+        results = Path(str(module.__file__)).parent / "results"
+        folders = [results] if "--save" in args else [results / "local", results]
+        saved = next((f / default_out for f in folders if default_out and (f / default_out).exists()), None)
         if isinstance(result, (dict, list)):
             print_json(result)
-        elif saved is not None and saved.exists():
+        elif saved is not None:
             sys.stdout.write(saved.read_text(encoding="utf-8"))
         else:
             sys.stdout.write(json.dumps({"benchmark": name, "status": result}) + "\n")
