@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=5)
     parser.add_argument("--db", help="database file (default: a temporary one)")
     parser.add_argument("--embedder", choices=("hash", "minilm"), default="hash")
-    parser.add_argument("--model", default=os.environ.get("GRAPHMEM_AGENT_MODEL", "claude-sonnet-4-5"))
+    parser.add_argument("--model", default=os.environ.get("GRAPHMEM_AGENT_MODEL", "claude-sonnet-5-5"))
     args = parser.parse_args(argv)
     tmp = None
     if args.db is None:

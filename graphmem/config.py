@@ -56,7 +56,7 @@ class Settings(BaseModel):
             raise InvalidInputError(f"invalid Settings: {problems}") from e
 
     # --- models -------------------------------------------------------------------------
-    anthropic_model: str = "claude-sonnet-4-5"
+    anthropic_model: str = "claude-sonnet-5-5"
     anthropic_max_tokens: int = 1024
     llm_timeout_s: float = 30.0
     llm_max_retries: int = 3
