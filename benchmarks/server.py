@@ -21,6 +21,9 @@ It builds a file of ``--size`` learnings over five users (the generator of bench
    benchmark's process (they share its interpreter lock and its CPU), or both (default; the
    processes' figures are the headline ones). Every client connects first; the window opens when
    all are ready;
+   then the interleaved measure: the same queries in turn, in-process (on a copy of the file),
+   over HTTP, and over HTTP with the Client on httpx alone (its previous transport), so each
+   difference is taken in one machine state (a busy machine blurs separate phases);
 4. adds/s with ``--clients`` concurrent clients (every client told "committed" is counted), and that
    every acknowledged learning is there afterwards;
 5. the server's resident memory (VmRSS) at the end.
@@ -83,6 +86,39 @@ def in_process(db: Path, qs: list[dict[str, Any]], embedder: Any, user: str, inl
             t = time.perf_counter()
             mem.context(q["query"], tool=q["tool"], entities=q["entities"])
             out.append((time.perf_counter() - t) * 1e3)
+    return out
+
+
+def interleaved(copy: Path, url: str, key: str, qs: list[dict[str, Any]], embedder: Any, user: str) -> dict[str, Any]:
+    """The same queries in turn, query by query (the order rotating): ``Memory.context()`` in this
+    process on a copy of the file, ``Client.context()`` over HTTP, and the same Client on httpx
+    alone (its previous transport). Each pair of figures saw the same machine state, so their
+    differences hold on a busy machine where separate phases do not."""
+    import httpx
+
+    from graphmem import Memory, Settings
+    from graphmem.client import Client
+
+    lat: dict[str, list[float]] = {"in_process": [], "http": [], "http_httpx": []}
+    cpu = dict.fromkeys(lat, 0.0)
+    with Memory(copy, user=user, embedder=embedder, settings=Settings()) as mem, \
+            Client(url, api_key=key) as plain, Client(url, api_key=key, transport=httpx.HTTPTransport()) as hx:
+        calls = {"in_process": mem.context, "http": plain.context, "http_httpx": hx.context}
+        for q in qs[:10]:
+            for fn in calls.values():
+                fn(q["query"], tool=q["tool"], entities=q["entities"])
+        names = list(calls)
+        for i, q in enumerate(qs):
+            for name in names[i % 3:] + names[: i % 3]:
+                c, t = time.thread_time(), time.perf_counter()
+                calls[name](q["query"], tool=q["tool"], entities=q["entities"])
+                lat[name].append((time.perf_counter() - t) * 1e3)
+                if name != "in_process":
+                    cpu[name] += time.thread_time() - c
+    out: dict[str, Any] = {k: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95)} for k, v in lat.items()}
+    for name in ("http", "http_httpx"):
+        out[name]["client_cpu_ms"] = cpu[name] * 1e3 / len(qs)
+        out[name + "_overhead_p50_ms"] = out[name]["p50_ms"] - out["in_process"]["p50_ms"]
     return out
 
 
@@ -252,6 +288,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     res["in_process"] = {"p50_ms": pct(default, 50), "p95_ms": pct(default, 95)}
     res["in_process_inline_application"] = {"p50_ms": pct(inline, 50), "p95_ms": pct(inline, 95)}
 
+    copy = work / "in-process-copy.kuzu"  # for the interleaved measure, beside the served file
+    import shutil
+
+    shutil.copyfile(db, copy)
     keys = KeyStore()
     users = sorted({s["user"] for s in specs})
     key_list = [keys.add(u, "agent")[0] for u in users]
@@ -300,6 +340,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         res["in_server"] = {"p50_ms": pct(inside, 50), "p95_ms": pct(inside, 95)}
         res["round_trip"] = {"p50_ms": pct(fixed, 50), "p95_ms": pct(fixed, 95)}
         res["http_overhead_p50_ms"] = res["http"]["p50_ms"] - res["in_process"]["p50_ms"]
+        res["interleaved"] = interleaved(copy, url, alice_key, qs, embedder, user)
         modes = ["processes", "threads"] if args.mode == "both" else [args.mode]
         for mode in modes:
             one = load(url, key_list, 1, args.seconds, qs, "context", mode, proc.pid)
@@ -359,6 +400,16 @@ def print_table(r: dict[str, Any]) -> None:
         ("authenticated round trip (GET /v1/whoami) p50 / p95 (ms)",
          f"{r['round_trip']['p50_ms']:.1f} / {r['round_trip']['p95_ms']:.1f}"),
     ]
+    it = r.get("interleaved")
+    if it:
+        rows += [
+            ("interleaved, query by query: in-process / HTTP / HTTP on httpx, p50 (ms)",
+             f"{it['in_process']['p50_ms']:.1f} / {it['http']['p50_ms']:.1f} / {it['http_httpx']['p50_ms']:.1f}"),
+            ("  HTTP overhead at p50, interleaved (ms): Client / on httpx",
+             f"{it['http_overhead_p50_ms']:.1f} / {it['http_httpx_overhead_p50_ms']:.1f}"),
+            ("  client CPU per context (ms): Client / on httpx",
+             f"{it['http']['client_cpu_ms']:.2f} / {it['http_httpx']['client_cpu_ms']:.2f}"),
+        ]
     for mode in ("processes", "threads"):
         m = r.get(mode)
         if m is None:

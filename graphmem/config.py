@@ -312,6 +312,7 @@ class Settings(BaseModel):
     server_refresh_interval_s: float = 5.0  # background refresher: check summaries' staleness this often (0: off)
     server_cycle_interval_s: float = 86_400.0  # run_cycle for every user this often (0: off)
     server_metrics_public: bool = False  # /metrics without a key (for scrapers on a private network)
+    server_embed_batch: int = 16  # queries arriving during an embedding pass share the next one, up to this many (1: off)
 
     @model_validator(mode="after")
     def _check_ranges(self) -> Settings:
@@ -403,7 +404,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "bm25_k1": _COUNT, "bm25_b": _UNIT, "injection_doubt_threshold": _COUNT, "injection_refuse_threshold": _COUNT,  # above 1: never
     "server_max_body_bytes": _POSITIVE, "server_write_queue": _POSITIVE, "server_retry_after_s": _COUNT,
     "cypher_timeout_ms": _POSITIVE, "cypher_max_rows": _POSITIVE, "server_refresh_interval_s": _COUNT,
-    "server_cycle_interval_s": _COUNT,
+    "server_cycle_interval_s": _COUNT, "server_embed_batch": _POSITIVE,
     "prompt_ab_allocation": _UNIT, "prompt_ab_min_trials": _COUNT, "prompt_ab_max_trials": _POSITIVE,
     "prompt_ab_confidence": _UNIT, "prompt_initial_confidence": _UNIT,
     "distill_similarity": _UNIT, "distill_min_size": _POSITIVE, "distill_confidence": _UNIT,

@@ -76,7 +76,8 @@ def wait_healthy(url: str, timeout: float = 30.0) -> None:
 def serve_in_thread(db: Path, settings: Settings | None = None, **app_kwargs: Any) -> Iterator[Served]:
     """A real uvicorn server over ``db`` in a background thread, stopped at exit."""
     store, keys = make_keys()
-    app = create_app(db, keys=store, embedder=HashEmbedder(), llm=OfflineLLM(), settings=settings, **app_kwargs)
+    embedder = app_kwargs.pop("embedder", None) or HashEmbedder()
+    app = create_app(db, keys=store, embedder=embedder, llm=OfflineLLM(), settings=settings, **app_kwargs)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, name="test-uvicorn", daemon=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 from graphmem.config import Settings
 from graphmem.embed import Embedder
+from graphmem.embed_batching import coalescing
 from graphmem.errors import GraphmemError
 from graphmem.memory import Memory
 from graphmem.server.auth import KeyStore
@@ -87,6 +88,8 @@ class Owner:
     ) -> None:
         self.settings = settings or Settings()
         self.keys = keys
+        if self.settings.server_embed_batch > 1:  # concurrent queries share an embedding pass
+            embedder = coalescing(embedder, self.settings.embed_query_threads, self.settings.server_embed_batch)
         self.root = Memory(db, user="graphmem-server", embedder=embedder, llm=llm, settings=self.settings,
                            clock=clock, bolt_auth=bolt_auth)
         self._users: dict[str, Memory] = {}
