@@ -34,6 +34,12 @@
 7. **Distillation** (seed 004): clusters of similar episodes become rules (:mod:`graphmem.distill`).
 8. **Bullet evolution** (seed 002): learnings that keep failing are rewritten by crossover
    (:mod:`graphmem.evolution`).
+   Then **clearly harmful learnings retire**: a live, unpinned learning whose ratings say with
+   confidence that it fails more than it helps (:func:`clearly_harmful_record`: the Wilson upper
+   bound, z = ``harmful_z``, of helpful / (helpful + harmful) below ``harmful_max_success``, the
+   test ranking already drops them by) gets status disabled, tier archive and a Transition saying
+   why, so it stops costing a ranking slot and shows up as retired in insights. Off with
+   ``retire_harmful_in_cycle=False``, the quality prior off, or ``harmful_max_success=0``.
 9. **Weak domains and domain evolution** (seed 003 systems 4 and 9): the weakness trainer proposes
    candidate lessons for weak domains (:mod:`graphmem.weakness`) and a domain snapshot records
    follow rates, events and gaps (:mod:`graphmem.domain_evolution`).
@@ -43,6 +49,7 @@ Every status/tier change goes through :meth:`graphmem.learnings.LearningService.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -285,6 +292,44 @@ def _onboard(deps: Deps, learnings: dict[str, Learning], report: CycleReport) ->
         report.transitions.append(Change(learning_id=lid, field="status", old="candidate", new="canary", reason=why))
 
 
+# --- clearly harmful learnings retire ------------------------------------------------------------
+def wilson_upper_bound(helpful: int, n: int, z: float) -> float:
+    """Upper Wilson score bound of the success share helpful / n (1.0 when n is 0)."""
+    if n <= 0:
+        return 1.0
+    p = helpful / n
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return (centre + margin) / (1 + z2 / n)
+
+
+def clearly_harmful_record(l: Learning, s: Settings) -> str | None:
+    """Why ``l``'s ratings say with confidence that it hurts (the test ranking drops it by), or None."""
+    if s.harmful_max_success <= 0 or l.tier == "pinned":
+        return None
+    n = l.helpful + l.harmful
+    upper = wilson_upper_bound(l.helpful, n, s.harmful_z)
+    if n == 0 or upper >= s.harmful_max_success:
+        return None
+    return (f"clearly harmful: {l.helpful} of {n} ratings helpful, success at most {upper:.2f} "
+            f"(< harmful_max_success {s.harmful_max_success:g})")
+
+
+def _retire_harmful(deps: Deps, report: CycleReport) -> None:
+    s = deps.settings
+    if not (s.retire_harmful_in_cycle and s.quality_prior_enabled) or deps.store.read_only:
+        return
+    for l in deps.store.find_learnings(user_id=deps.user, include_shared=False):
+        if l.status == "disabled" or l.superseded_by:
+            continue
+        why = clearly_harmful_record(l, s)
+        if why is None:
+            continue
+        LearningService(deps).apply_changes(l, {"status": "disabled", "tier": "archive"}, reason="retired: " + why)
+        report.transitions.append(Change(learning_id=l.id, field="status", old=l.status, new="disabled", reason=why))
+
+
 # --- pruning (seed 004) --------------------------------------------------------------------------
 def prune_reason(l: Learning, now: datetime, s: Settings) -> str | None:
     """Why ``l`` should be archived (seed 004 should_prune), or None to keep it."""
@@ -386,6 +431,7 @@ def run_cycle(deps: Deps) -> CycleReport:
         for res in ImproveService(deps).evolve().evolved:  # graphmem/evolution.py
             report.evolved.append(Change(learning_id=res.learning_id, field="superseded_by", old="",
                                          new=str(res.evolved_id), reason=res.reason))
+    _retire_harmful(deps, report)
     _domains(deps, report)
     if deps.settings.auto_tune and not deps.store.read_only:
         _tune(deps, report)
@@ -447,10 +493,12 @@ __all__ = [
     "CycleReport",
     "WindowStats",
     "classify_tier",
+    "clearly_harmful_record",
     "decay_amount",
     "evaluate_window",
     "outcome_quality",
     "prune_reason",
     "run_cycle",
     "step",
+    "wilson_upper_bound",
 ]
