@@ -49,7 +49,6 @@ Every status/tier change goes through :meth:`graphmem.learnings.LearningService.
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -60,6 +59,7 @@ from graphmem.improve import ImproveService
 from graphmem.learn.screening import classify_text
 from graphmem.learnings import LearningService
 from graphmem.models import Learning, Transition
+from graphmem.outcomes import clearly_harmful_record, wilson_upper_bound
 from graphmem.store.loop import WindowOutcome
 from graphmem.tuning import TuningService
 
@@ -293,29 +293,6 @@ def _onboard(deps: Deps, learnings: dict[str, Learning], report: CycleReport) ->
 
 
 # --- clearly harmful learnings retire ------------------------------------------------------------
-def wilson_upper_bound(helpful: int, n: int, z: float) -> float:
-    """Upper Wilson score bound of the success share helpful / n (1.0 when n is 0)."""
-    if n <= 0:
-        return 1.0
-    p = helpful / n
-    z2 = z * z
-    centre = p + z2 / (2 * n)
-    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return (centre + margin) / (1 + z2 / n)
-
-
-def clearly_harmful_record(l: Learning, s: Settings) -> str | None:
-    """Why ``l``'s ratings say with confidence that it hurts (the test ranking drops it by), or None."""
-    if s.harmful_max_success <= 0 or l.tier == "pinned":
-        return None
-    n = l.helpful + l.harmful
-    upper = wilson_upper_bound(l.helpful, n, s.harmful_z)
-    if n == 0 or upper >= s.harmful_max_success:
-        return None
-    return (f"clearly harmful: {l.helpful} of {n} ratings helpful, success at most {upper:.2f} "
-            f"(< harmful_max_success {s.harmful_max_success:g})")
-
-
 def _retire_harmful(deps: Deps, report: CycleReport) -> None:
     s = deps.settings
     if not (s.retire_harmful_in_cycle and s.quality_prior_enabled) or deps.store.read_only:

@@ -55,3 +55,18 @@ def test_a_repeat_of_a_live_learning_only_counts_a_validation(make_memory: Calla
     l = mem.get_learning(lid)
     assert (l.status, l.tier, l.version, l.validations) == ("active", "active", version, 1)
     assert mem.observe_message("Dana's emails should use bullet points", tool="send_email", is_owner=False) == []
+
+
+def test_restating_a_learning_retired_as_clearly_harmful_gives_it_a_fresh_record(
+    make_memory: Callable[..., Memory],
+) -> None:
+    mem = make_memory()
+    lid = _say(mem, RIGHT)
+    mem.update_learning(lid, helpful=0, harmful=4)  # four misreported outcomes in a row
+    mem.run_cycle()
+    assert mem.get_learning(lid).status == "disabled"  # retired as clearly harmful
+    assert _say(mem, RIGHT) == lid
+    l = mem.get_learning(lid)
+    assert (l.status, l.tier, l.helpful, l.harmful) == ("active", "active", 0, 0)
+    assert _served(mem) == [lid]
+    assert "its record reset (was clearly harmful: 0 of 4" in mem.store.transitions(lid)[-1].reason

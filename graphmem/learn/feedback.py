@@ -27,7 +27,9 @@ validity interval; a new value supersedes the old one ("I moved to Berlin").
 The owner restating a learning that is out of use (superseded by a later correction, archived or
 retired) makes it a standing rule again (:func:`revive_restated`): the curator merges the repeat
 into the old learning, which is then set active again, and the learning that had superseded it,
-if still live, is superseded in turn. Without this, "No, emails to Dana must use bullet points."
+if still live, is superseded in turn; a record that says it is clearly harmful (it was retired for
+it, or would be dropped at once) starts again from zero: the owner overrules outcomes that may
+have been misreported. Without this, "No, emails to Dana must use bullet points."
 after a wrong correction had replaced that rule only counted a validation on an archived learning,
 and the wrong rule stayed the one served.
 
@@ -52,7 +54,7 @@ from graphmem.learnings import LearningService
 from graphmem.llm.prompts import feedback_request
 from graphmem.llm.schemas import FeedbackAnalysis
 from graphmem.models import Event, Learning
-from graphmem.outcomes import record_outcome
+from graphmem.outcomes import clearly_harmful_record, record_outcome
 from graphmem.trust import own_objective
 
 if TYPE_CHECKING:
@@ -204,10 +206,13 @@ def revive_restated(deps: Deps, learning: Learning) -> Learning:
         return learning
     service = LearningService(deps)
     replaced_by = learning.superseded_by
-    revived = service.apply_changes(
-        learning, {"status": "active", "tier": "active", "superseded_by": None},
-        reason="the owner stated it again: back in use",
-    )
+    changes: dict[str, Any] = {"status": "active", "tier": "active", "superseded_by": None}
+    reason = "the owner stated it again: back in use"
+    harmful = clearly_harmful_record(learning, deps.settings)
+    if harmful is not None:  # the owner overrules a record that would keep it dropped: a fresh start
+        changes.update(helpful=0, harmful=0)
+        reason += f"; its record reset (was {harmful})"
+    revived = service.apply_changes(learning, changes, reason=reason)
     if replaced_by:
         newer = deps.store.get_learning(replaced_by)
         if newer.status != "disabled" and newer.tier != "archive" and not newer.superseded_by:
