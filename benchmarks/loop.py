@@ -39,7 +39,10 @@ does not say which learning it acted on (``record_outcome`` without ``used``: cr
 ``--set NAME=VALUE`` overrides any Settings field in every run. Every run sees the same task stream and the same
 feedback noise (one RNG per concern, seeded by ``--seed``) and a simulated clock: the run is
 deterministic given the seed. Output: success rate per window of episodes (a learning curve per
-mode), a table, JSON and a PNG line plot.
+mode), a table, JSON and a PNG line plot. Each run also counts the learnings ``run_cycle()``
+retired as clearly harmful and its true failures by cause (``failure_causes``): ``guess`` (no
+advice about the slot), else the origin of the wrong learning acted on (``offline``,
+``correction``, ``evolved``) and whether the agent had acted on it before (``first`` / ``again``).
 """
 
 from __future__ import annotations

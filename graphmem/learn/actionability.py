@@ -24,7 +24,8 @@ observation indicator. A text is actionable when the weighted sum reaches the th
 was filed as an observation, never served. A text is also actionable, whatever its score, when it
 *reads as an instruction*: it opens with an imperative (after an optional "no,", "please", "from
 now on"...) or says what must/should/needs to be done (:data:`INSTRUCTION_FORM`), and it carries
-no observation indicator and no hedge or reported speech (:data:`DIRECTIVE_NEGATIVE`): a report of
+no observation indicator, no hedge or reported speech (:data:`DIRECTIVE_NEGATIVE`) and no
+expectation or reported opinion (:data:`NOT_INSTRUCTION`, "should be faster now"): a report of
 what happened, a fact or a third person's preference ("User prefers dark mode") stays an
 observation. ``Settings.actionability_instruction_form=False`` turns this off (the score alone).
 """
@@ -137,13 +138,14 @@ INSTRUCTION_FORM: tuple[re.Pattern[str], ...] = (
     # says what must / should be done (not "must have been": a guess about the past)
     _p(r"\b(must|should|needs? to|ha(?:ve|s) to|ought to)\b(?!\s+(?:not\s+)?have\b)"),
 )
+"""The grammatical forms of a standing instruction (see the module docstring)."""
 NOT_INSTRUCTION: tuple[re.Pattern[str], ...] = (
     # an expectation, not a standing rule: "The build should be faster now"
     _p(r"(?<!from )\bnow\b(?! on\b)|\b(soon|probably|likely|already|by then)\b"),
     # someone else's opinion or wish reported: "Dana thinks reports should be shorter"
     _p(r"\b\w+\s+(thinks|believes|feels|says|said|told|mentioned|wants|prefers|likes|expects|hopes)\b"),
 )
-"""The grammatical forms of a standing instruction (see the module docstring)."""
+"""What keeps a text in instruction form from counting as one: an expectation or a reported view."""
 SPECIFICITY_NEGATIVE: tuple[re.Pattern[str], ...] = (
     _p(r"\b(something|somehow|things?)\b"),
     _p(r"\b(stuff|whatever|etc\.?|and so on|in general|various)\b"),
