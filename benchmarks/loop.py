@@ -39,7 +39,10 @@ does not say which learning it acted on (``record_outcome`` without ``used``: cr
 ``--set NAME=VALUE`` overrides any Settings field in every run. Every run sees the same task stream and the same
 feedback noise (one RNG per concern, seeded by ``--seed``) and a simulated clock: the run is
 deterministic given the seed. Output: success rate per window of episodes (a learning curve per
-mode), a table, JSON and a PNG line plot.
+mode), a table, JSON and a PNG line plot. Each run also counts the learnings ``run_cycle()``
+retired as clearly harmful and its true failures by cause (``failure_causes``): ``guess`` (no
+advice about the slot), else the origin of the wrong learning acted on (``offline``,
+``correction``, ``evolved``) and whether the agent had acted on it before (``first`` / ``again``).
 """
 
 from __future__ import annotations
@@ -161,6 +164,10 @@ class RunStats:
     cycles: int = 0
     transitions: int = 0
     evolved: int = 0  # learnings superseded by bullet evolution in run_cycle (Settings.evolve_in_cycle)
+    retired: int = 0  # clearly harmful learnings run_cycle retired (Settings.retire_harmful_in_cycle)
+    # true failures by cause: "guess" (no advice about the slot), else the wrong learning acted on by
+    # origin (offline stale / owner correction / evolved) and "first" (never acted on before) or "again"
+    failure_causes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
     def curve(self, window: int) -> list[float]:
@@ -216,16 +223,19 @@ class Simulation:
                                "exploration_bonus": bonus, **({} if counters else {"min_success_rate": 0.0})})
         self.mem = Memory(None, user="owner", embedder=embedder, settings=settings, clock=lambda: self.now)
         self.tags: dict[str, tuple[int, bool]] = {}  # learning id -> (slot, right?)
+        self.origin: dict[str, str] = {}  # learning id -> offline | correction | evolved (instrumentation)
+        self.acted: set[str] = set()  # learnings the agent has acted on
         self.stats = RunStats(mode=mode, prior=prior, exploration=bonus if prior else 0.0, counters=counters)
         # one RNG per concern, so every run draws the same noise for the same episode
         self.rng_guess = random.Random(f"guess-{cfg.seed}")
         self.rng_feedback = random.Random(f"feedback-{cfg.seed}")
         self.rng_inject = random.Random(f"inject-{cfg.seed}")
 
-    def _tag(self, learnings: Sequence[Any], slot: int, right: bool) -> None:
+    def _tag(self, learnings: Sequence[Any], slot: int, right: bool, origin: str = "correction") -> None:
         for l in learnings:  # first sight decides: a merge into an older learning keeps its text
             if l.id not in self.tags:
                 self.tags[l.id] = (slot, right)
+                self.origin[l.id] = origin
                 self.stats.learnings_tagged += 1
 
     def _tag_evolved(self, changes: Sequence[Any]) -> None:
@@ -238,7 +248,7 @@ class Simulation:
             text = f"{child.content} {child.recommendation or ''}".lower()
             for i, slot in enumerate(SLOTS[: self.cfg.slots]):
                 if slot.wrong.lower() in text or slot.right.lower() in text:
-                    self._tag([child], i, slot.wrong.lower() not in text)
+                    self._tag([child], i, slot.wrong.lower() not in text, "evolved")
                     break
 
     def pretrain(self) -> None:
@@ -251,7 +261,7 @@ class Simulation:
             text = (slot.right if right else slot.wrong).capitalize() + "."
             l = self.mem.add_learning(text, kind="preference", tool=slot.tool, entities=[slot.entity],
                                       source_type="offline", confidence=0.6, created_at=self.now - timedelta(days=30))
-            self._tag([l], i, right)
+            self._tag([l], i, right, "offline")
 
     def episode(self, slot_i: int, task: str) -> bool:
         """One task: context, act, outcome, correction, maybe an injection. Returns the true success."""
@@ -277,6 +287,12 @@ class Simulation:
                 st.advised += 1
                 st.advised_wrong += not advice[1]
                 success = advice[1]
+            if not success:
+                cause = "guess" if advice is None else (
+                    f"{self.origin.get(chosen.id, '?')} {'again' if chosen.id in self.acted else 'first'}")
+                st.failure_causes[cause] = st.failure_causes.get(cause, 0) + 1
+            if chosen is not None:
+                self.acted.add(chosen.id)
             self.mem.record_event("tool_call", f"{task}: done ({'as the owner likes' if success else 'not as asked'})",
                                   tool=slot.tool, role="assistant", entities=[slot.entity])
             # the agent says which learning it acted on (none when it guessed)
@@ -311,6 +327,7 @@ class Simulation:
                     self.stats.cycles += 1
                     self.stats.transitions += len(report.transitions) + len(report.tier_changes) + len(report.pruned)
                     self._tag_evolved(report.evolved)
+                    self.stats.retired += sum(1 for c in report.transitions if c.reason.startswith("clearly harmful"))
         finally:
             self.mem.close()
         self.stats.seconds = round(time.perf_counter() - t0, 2)
@@ -373,14 +390,19 @@ def print_table(result: dict[str, Any], console: Any) -> None:
     console.print(curves)
     t = Table(title="per run")
     for col in ("run", "overall %", "final %", "advised", "wrong first", "corrections (wrong)", "injections accepted",
-                "lifecycle changes", "evolved", "s"):
+                "lifecycle changes", "evolved", "retired", "s"):
         t.add_column(col, justify="right" if col != "run" else "left")
     for r in result["runs"]:
         t.add_row(r["name"], f"{100 * r['overall']:.1f}", f"{100 * (r['final_window'] or 0):.0f}", str(r["advised"]),
                   str(r["advised_wrong"]), f"{r['corrections']} ({r['wrong_corrections']})",
                   f"{r['injections_accepted']}/{r['injections']}", str(r["transitions"]), str(r.get("evolved", 0)),
-                  f"{r['seconds']:.1f}")
+                  str(r.get("retired", 0)), f"{r['seconds']:.1f}")
     console.print(t)
+    for r in result["runs"]:
+        causes = r.get("failure_causes") or {}
+        if causes:
+            console.print(f"[dim]{r['name']} failures by cause: "
+                          + ", ".join(f"{k} {v}" for k, v in sorted(causes.items(), key=lambda kv: -kv[1])) + "[/dim]")
 
 
 def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
@@ -401,6 +423,9 @@ def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
             "curve_sd": [statistics.stdev([c[w] for c in curves]) if len(curves) > 1 else 0.0 for w in range(n)],
             "injections_accepted": sum(r["injections_accepted"] for r in rs),
             "injections": sum(r["injections"] for r in rs),
+            "retired": sum(r.get("retired", 0) for r in rs),
+            "failure_causes": {k: sum((r.get("failure_causes") or {}).get(k, 0) for r in rs)
+                               for k in sorted({k for r in rs for k in (r.get("failure_causes") or {})})},
         })
     return {"benchmark": "loop", "seeds": [res["config"]["seed"] for res in per_seed],
             "config": per_seed[0]["config"], "runs": runs, "paired": paired(runs), "per_seed": per_seed}

@@ -105,6 +105,7 @@ class Settings(BaseModel):
     # drops the learning even when the success-rate filter would relax (0 turns it off)
     harmful_max_success: float = 0.5
     harmful_z: float = 1.96
+    retire_harmful_in_cycle: bool = True  # run_cycle retires (disabled, archive) the clearly harmful learnings
     pattern_boost: float = 0.1
     pattern_similarity: float = 0.8  # seed 002: a query joins the nearest Pattern at cosine >= this
     min_success_rate: float = 0.3  # seed 002 stage 2: drop rows rated below it ...
@@ -175,6 +176,7 @@ class Settings(BaseModel):
     actionability_w_condition: float = 0.15
     actionability_w_specificity: float = 0.30
     actionability_w_not_observation: float = 0.20
+    actionability_instruction_form: bool = True  # an imperative / must-should text without observation signs is advice
     feedback_recent_actions: int = 5  # seed 001: last five outbound actions
     reflector_bullet_status: str = "active"  # seed 002: online/offline bullets join the playbook at once
     # injected-instruction screening of every learning (graphmem/learn/screening.py): a score at or

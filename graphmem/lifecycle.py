@@ -34,6 +34,12 @@
 7. **Distillation** (seed 004): clusters of similar episodes become rules (:mod:`graphmem.distill`).
 8. **Bullet evolution** (seed 002): learnings that keep failing are rewritten by crossover
    (:mod:`graphmem.evolution`).
+   Then **clearly harmful learnings retire**: a live, unpinned learning whose ratings say with
+   confidence that it fails more than it helps (:func:`clearly_harmful_record`: the Wilson upper
+   bound, z = ``harmful_z``, of helpful / (helpful + harmful) below ``harmful_max_success``, the
+   test ranking already drops them by) gets status disabled, tier archive and a Transition saying
+   why, so it stops costing a ranking slot and shows up as retired in insights. Off with
+   ``retire_harmful_in_cycle=False``, the quality prior off, or ``harmful_max_success=0``.
 9. **Weak domains and domain evolution** (seed 003 systems 4 and 9): the weakness trainer proposes
    candidate lessons for weak domains (:mod:`graphmem.weakness`) and a domain snapshot records
    follow rates, events and gaps (:mod:`graphmem.domain_evolution`).
@@ -53,6 +59,7 @@ from graphmem.improve import ImproveService
 from graphmem.learn.screening import classify_text
 from graphmem.learnings import LearningService
 from graphmem.models import Learning, Transition
+from graphmem.outcomes import clearly_harmful_record, wilson_upper_bound
 from graphmem.store.loop import WindowOutcome
 from graphmem.tuning import TuningService
 
@@ -285,6 +292,21 @@ def _onboard(deps: Deps, learnings: dict[str, Learning], report: CycleReport) ->
         report.transitions.append(Change(learning_id=lid, field="status", old="candidate", new="canary", reason=why))
 
 
+# --- clearly harmful learnings retire ------------------------------------------------------------
+def _retire_harmful(deps: Deps, report: CycleReport) -> None:
+    s = deps.settings
+    if not (s.retire_harmful_in_cycle and s.quality_prior_enabled) or deps.store.read_only:
+        return
+    for l in deps.store.find_learnings(user_id=deps.user, include_shared=False):
+        if l.status == "disabled" or l.superseded_by:
+            continue
+        why = clearly_harmful_record(l, s)
+        if why is None:
+            continue
+        LearningService(deps).apply_changes(l, {"status": "disabled", "tier": "archive"}, reason="retired: " + why)
+        report.transitions.append(Change(learning_id=l.id, field="status", old=l.status, new="disabled", reason=why))
+
+
 # --- pruning (seed 004) --------------------------------------------------------------------------
 def prune_reason(l: Learning, now: datetime, s: Settings) -> str | None:
     """Why ``l`` should be archived (seed 004 should_prune), or None to keep it."""
@@ -386,6 +408,7 @@ def run_cycle(deps: Deps) -> CycleReport:
         for res in ImproveService(deps).evolve().evolved:  # graphmem/evolution.py
             report.evolved.append(Change(learning_id=res.learning_id, field="superseded_by", old="",
                                          new=str(res.evolved_id), reason=res.reason))
+    _retire_harmful(deps, report)
     _domains(deps, report)
     if deps.settings.auto_tune and not deps.store.read_only:
         _tune(deps, report)
@@ -447,10 +470,12 @@ __all__ = [
     "CycleReport",
     "WindowStats",
     "classify_tier",
+    "clearly_harmful_record",
     "decay_amount",
     "evaluate_window",
     "outcome_quality",
     "prune_reason",
     "run_cycle",
     "step",
+    "wilson_upper_bound",
 ]

@@ -40,12 +40,14 @@ same context once: it replaces it (the implicit verdict's counters and deltas ar
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
 
+from graphmem.config import Settings
 from graphmem.errors import InvalidInputError
 from graphmem.inputs import names, require_choice, require_id
 from graphmem.models import RATINGS, Application, Event, Learning, new_id
@@ -404,4 +406,29 @@ def after_event(deps: Deps, event: Event) -> list[OutcomeReport]:
     return reports
 
 
-__all__ = ["OutcomeReport", "after_event", "credit", "pattern_scores", "rank_shares", "record_outcome", "verdict_of"]
+# --- the record's verdict (run_cycle retires by it, an owner's restatement resets it) -----------
+def wilson_upper_bound(helpful: int, n: int, z: float) -> float:
+    """Upper Wilson score bound of the success share helpful / n (1.0 when n is 0)."""
+    if n <= 0:
+        return 1.0
+    p = helpful / n
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return (centre + margin) / (1 + z2 / n)
+
+
+def clearly_harmful_record(l: Learning, s: Settings) -> str | None:
+    """Why ``l``'s ratings say with confidence that it hurts (the test ranking drops it by), or None."""
+    if s.harmful_max_success <= 0 or l.tier == "pinned":
+        return None
+    n = l.helpful + l.harmful
+    upper = wilson_upper_bound(l.helpful, n, s.harmful_z)
+    if n == 0 or upper >= s.harmful_max_success:
+        return None
+    return (f"clearly harmful: {l.helpful} of {n} ratings helpful, success at most {upper:.2f} "
+            f"(< harmful_max_success {s.harmful_max_success:g})")
+
+
+__all__ = ["OutcomeReport", "after_event", "clearly_harmful_record", "credit", "pattern_scores", "rank_shares",
+           "record_outcome", "verdict_of", "wilson_upper_bound"]

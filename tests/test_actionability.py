@@ -73,9 +73,10 @@ def test_positive_matches_cap_at_one_and_penalties_apply() -> None:
 def test_weights_and_threshold_come_from_settings() -> None:
     text = "Keep emails under 3 paragraphs"
     assert is_actionable(text)
-    strict = Settings(actionability_threshold=0.95)
+    strict = Settings(actionability_threshold=0.95, actionability_instruction_form=False)
     result = score_actionability(text, strict)
     assert result.threshold == 0.95 and not result.is_actionable
+    assert score_actionability(text, Settings(actionability_threshold=0.95)).is_actionable  # an instruction
     only_directive = Settings(
         actionability_w_directive=1.0,
         actionability_w_condition=0.0,

@@ -1,5 +1,6 @@
 """The helpful/harmful counters in ranking: the evidence-weighted record and the drop of learnings
-whose ratings say with confidence that they hurt (graphmem/retrieve/fusion.py)."""
+whose ratings say with confidence that they hurt (graphmem/retrieve/fusion.py), and run_cycle
+retiring them (graphmem/lifecycle.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from graphmem import Memory, Settings
+from graphmem.lifecycle import clearly_harmful_record
 from graphmem.retrieve.fusion import wilson_upper
 
 QUERY = "Book meetings with Dana for a full hour"
@@ -86,3 +88,36 @@ def test_wilson_upper_bound() -> None:
     assert up[1] < 0.5 < wilson_upper(np.array([0]), np.array([3]), 1.96)[0]
     assert up[2] < 0.5 < wilson_upper(np.array([1]), np.array([7]), 1.96)[0]
     assert up[3] < 0.5 < up[4]
+
+
+def test_run_cycle_retires_a_clearly_harmful_learning_and_insights_show_it(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    stale, fresh = _pair(mem)
+    mem.update_learning(stale, helpful=0, harmful=4)
+    mem.update_learning(fresh, helpful=0, harmful=3)  # not yet clearly harmful
+    report = mem.run_cycle()
+    retired = [c for c in report.transitions if c.learning_id == stale]
+    assert [(c.old, c.new) for c in retired] == [("active", "disabled")]
+    assert retired[0].reason.startswith("clearly harmful: 0 of 4 ratings helpful")
+    l = mem.get_learning(stale)
+    assert (l.status, l.tier) == ("disabled", "archive")
+    assert mem.get_learning(fresh).status == "active"
+    assert any(t.reason.startswith("retired: clearly harmful") for t in mem.store.transitions(stale))
+    ins = mem.insights()
+    assert ins.status_counts["disabled"] == 1
+    assert stale not in _order(mem)
+    assert not [c for c in mem.run_cycle().transitions if c.learning_id == stale]  # retired once
+
+
+def test_pinned_learnings_prior_off_and_the_setting_off_retire_nothing(make_memory: Callable[..., Memory]) -> None:
+    for settings in (Settings(quality_prior_enabled=False), Settings(retire_harmful_in_cycle=False),
+                     Settings(harmful_max_success=0.0)):
+        mem = make_memory(settings=settings, path=None)
+        stale, _ = _pair(mem)
+        mem.update_learning(stale, helpful=0, harmful=4)
+        mem.run_cycle()
+        assert mem.get_learning(stale).status == "active"
+    l = mem.get_learning(stale)
+    assert clearly_harmful_record(l, Settings()) is not None
+    assert clearly_harmful_record(l.model_copy(update={"tier": "pinned"}), Settings()) is None
+    assert clearly_harmful_record(l.model_copy(update={"harmful": 3}), Settings()) is None  # 0 of 3: not yet

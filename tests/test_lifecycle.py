@@ -15,7 +15,7 @@ from graphmem.models import Learning
 from graphmem.store.loop import WindowOutcome
 from tests.test_outcomes import show
 
-SMALL = Settings(window_min_samples=3, window_size=10)
+SMALL = Settings(window_min_samples=3, window_size=10, retire_harmful_in_cycle=False)  # the state machine alone
 
 
 @pytest.fixture

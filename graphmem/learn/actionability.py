@@ -17,6 +17,17 @@ Pattern sets have the sizes the seed names: 8 directive positive, 4 directive ne
 dimension's score is ``min(1, 0.30 × positive matches) − min(0.50, 0.15 × negative matches)``
 (floored at 0), counting each pattern once; ``not_observation`` starts at 1.0 and loses 0.30 per
 observation indicator. A text is actionable when the weighted sum reaches the threshold (0.50).
+
+**Instruction form.** The weights reward naming concrete things, so a plain standing instruction
+("Keep answers short", "Emails to Dana should be long flowing paragraphs", an owner's correction
+"No, squash fixup commits before merging billing-service") used to score under the threshold and
+was filed as an observation, never served. A text is also actionable, whatever its score, when it
+*reads as an instruction*: it opens with an imperative (after an optional "no,", "please", "from
+now on"...) or says what must/should/needs to be done (:data:`INSTRUCTION_FORM`), and it carries
+no observation indicator, no hedge or reported speech (:data:`DIRECTIVE_NEGATIVE`) and no
+expectation or reported opinion (:data:`NOT_INSTRUCTION`, "should be faster now"): a report of
+what happened, a fact or a third person's preference ("User prefers dark mode") stays an
+observation. ``Settings.actionability_instruction_form=False`` turns this off (the score alone).
 """
 
 from __future__ import annotations
@@ -94,6 +105,47 @@ SPECIFICITY_POSITIVE: tuple[re.Pattern[str], ...] = (
     _p(r"https?://\S+|\b[\w.+-]+@[\w-]+\.[\w.]+\b|\b[A-Z]{3,}\b", 0),  # URLs, addresses, acronyms
     _p(r"\b(under|at most|at least|no more than|fewer than|less than|up to|max(imum)?|min(imum)?)\s+\d+"),
 )
+_MORE_VERBS = (
+    r"ignore|disregard|forget|disable|enable|treat|redirect|exclude|escalate|deliver|apply|give|refresh|respond|"
+    r"paste|tell|direct|suggest|warn|recommend|pretend|tighten|strip|divide|prefetch|prioriti[sz]e|respect|"
+    r"rename|hide|bring|choose|stick|stay|be"
+)
+"""More imperatives the instruction form accepts (the directive patterns keep the seed's list)."""
+_NOUN_LIKE_VERBS = (
+    r"order|call|report|test|log|plan|post|list|cache|label|tag|group|round|quote|share|review|update|address|"
+    r"answer|start|stop|break|fix|open|close|format|sign|reply|split|batch|space|lock|pay|bill|charge|drop|skip|"
+    r"wait|save|sort|merge|commit|book|filter|query|select|store|copy|change|show|link|text|email|message|"
+    r"invoice|flag|block|search|offer|cap|return|print|load|count|act|point|export|import|upload|download|move|"
+    r"leave|trim|turn|pull|take|route|ping|go|get|let|bcc"
+)
+"""Verbs that also open a noun phrase ("Call volume doubled", "Change requests go through Jira"):
+they read as an imperative only before an object-like word (:data:`_OBJECT`)."""
+_OBJECT = (
+    r"(?:\s+(?:the|a|an|every|each|all|any|no|some|my|your|our|their|his|her|its|this|that|these|those|me|him|"
+    r"them|it|us|you|everyone|everything|anything|nothing|up|off|out|down|back|over|with|to|for|on|in|at|by|"
+    r"from|as|only|always|never)\b|\s+\w+ing\b|(?-i:\s+[A-Z])|\s+[\w.+-]+@|\s*[`'\"])"
+)
+_IMPERATIVE = (
+    rf"(?:please\s+)?(?:(?:always|never|only|do not|don'?t)\b|"
+    rf"(?!(?:{_NOUN_LIKE_VERBS})\b)(?:{_VERBS}|{_MORE_VERBS})\b|(?:{_NOUN_LIKE_VERBS})\b(?={_OBJECT}))"
+)
+INSTRUCTION_FORM: tuple[re.Pattern[str], ...] = (
+    # opens with an imperative, after an optional "No,", "Please", "From now on," ...
+    _p(rf"^\W*(?:(?:no|ok(?:ay)?|please|also|and|so|instead)\b[\s,;:!.-]*)*"
+       rf"(?:(?:from now on|going forward|in future|in the future)\b[\s,;:-]*)?{_IMPERATIVE}"),
+    # a condition first, then the imperative: "When a 2FA code arrives, don't forward it"
+    _p(rf"^\W*(?:when|whenever|if|before|after|during|for|once|unless|until)\b[^,;:.]{{1,80}}[,;:]\s+{_IMPERATIVE}"),
+    # says what must / should be done (not "must have been": a guess about the past)
+    _p(r"\b(must|should|needs? to|ha(?:ve|s) to|ought to)\b(?!\s+(?:not\s+)?have\b)"),
+)
+"""The grammatical forms of a standing instruction (see the module docstring)."""
+NOT_INSTRUCTION: tuple[re.Pattern[str], ...] = (
+    # an expectation, not a standing rule: "The build should be faster now"
+    _p(r"(?<!from )\bnow\b(?! on\b)|\b(soon|probably|likely|already|by then)\b"),
+    # someone else's opinion or wish reported: "Dana thinks reports should be shorter"
+    _p(r"\b\w+\s+(thinks|believes|feels|says|said|told|mentioned|wants|prefers|likes|expects|hopes)\b"),
+)
+"""What keeps a text in instruction form from counting as one: an expectation or a reported view."""
 SPECIFICITY_NEGATIVE: tuple[re.Pattern[str], ...] = (
     _p(r"\b(something|somehow|things?)\b"),
     _p(r"\b(stuff|whatever|etc\.?|and so on|in general|various)\b"),
@@ -125,6 +177,10 @@ class ActionabilityScore(BaseModel):
     specificity: float = Field(ge=0.0, le=1.0)
     not_observation: float = Field(ge=0.0, le=1.0)
     threshold: float = Field(ge=0.0, le=1.0)
+    instruction: bool = Field(
+        default=False,
+        description="Reads as a standing instruction (imperative or must/should, no observation indicator).",
+    )
     is_actionable: bool
 
 
@@ -136,6 +192,18 @@ def _dimension(text: str, positive: Sequence[re.Pattern[str]], negative: Sequenc
     gain = min(1.0, POSITIVE_STEP * _count(positive, text))
     penalty = min(NEGATIVE_CAP, NEGATIVE_STEP * _count(negative, text))
     return max(0.0, gain - penalty)
+
+
+def reads_as_instruction(text: str) -> bool:
+    """True when ``text`` has the form of a standing instruction (:data:`INSTRUCTION_FORM`) and no
+    observation indicator, hedge or reported speech (see the module docstring)."""
+    body = " ".join(text.split())
+    return (
+        any(p.search(body) for p in INSTRUCTION_FORM)
+        and _count(OBSERVATION, body) == 0
+        and _count(DIRECTIVE_NEGATIVE, body) == 0
+        and _count(NOT_INSTRUCTION, body) == 0
+    )
 
 
 def score_actionability(text: str, settings: Settings | None = None) -> ActionabilityScore:
@@ -161,6 +229,7 @@ def score_actionability(text: str, settings: Settings | None = None) -> Actionab
         + s.actionability_w_not_observation * not_observation
     )
     score = round(min(1.0, max(0.0, total)), 4)
+    instruction = reads_as_instruction(body)
     return ActionabilityScore(
         score=score,
         directive=round(directive, 4),
@@ -168,7 +237,8 @@ def score_actionability(text: str, settings: Settings | None = None) -> Actionab
         specificity=round(specificity, 4),
         not_observation=round(not_observation, 4),
         threshold=s.actionability_threshold,
-        is_actionable=score >= s.actionability_threshold,
+        instruction=instruction,
+        is_actionable=score >= s.actionability_threshold or (s.actionability_instruction_form and instruction),
     )
 
 
@@ -181,10 +251,13 @@ __all__ = [
     "CONDITION",
     "DIRECTIVE_NEGATIVE",
     "DIRECTIVE_POSITIVE",
+    "INSTRUCTION_FORM",
+    "NOT_INSTRUCTION",
     "OBSERVATION",
     "SPECIFICITY_NEGATIVE",
     "SPECIFICITY_POSITIVE",
     "ActionabilityScore",
     "is_actionable",
+    "reads_as_instruction",
     "score_actionability",
 ]

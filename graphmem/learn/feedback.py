@@ -24,6 +24,15 @@ Facts the owner states ("My name is Alice and I live in Paris. I'm vegetarian.")
 :func:`graphmem.learn.facts.store_facts` whether or not the message is feedback, with their
 validity interval; a new value supersedes the old one ("I moved to Berlin").
 
+The owner restating a learning that is out of use (superseded by a later correction, archived or
+retired) makes it a standing rule again (:func:`revive_restated`): the curator merges the repeat
+into the old learning, which is then set active again, and the learning that had superseded it,
+if still live, is superseded in turn; a record that says it is clearly harmful (it was retired for
+it, or would be dropped at once) starts again from zero: the owner overrules outcomes that may
+have been misreported. Without this, "No, emails to Dana must use bullet points."
+after a wrong correction had replaced that rule only counted a validation on an archived learning,
+and the wrong rule stayed the one served.
+
 Scope: the learning is about the tool the analysis names (the last action only when the message
 refers to it or names no other kind of work), else the caller's ``tool`` hint, else no tool.
 """
@@ -45,7 +54,7 @@ from graphmem.learnings import LearningService
 from graphmem.llm.prompts import feedback_request
 from graphmem.llm.schemas import FeedbackAnalysis
 from graphmem.models import Event, Learning
-from graphmem.outcomes import record_outcome
+from graphmem.outcomes import clearly_harmful_record, record_outcome
 from graphmem.trust import own_objective
 
 if TYPE_CHECKING:
@@ -184,7 +193,32 @@ def observe_message(
         log.error("graphmem: the feedback analysis of event %s is unusable, no learning written: %s", event.id, e)
         return facts
     result = Curator(deps).curate(learning, links, source_text=text, channel="owner message")
+    if result.action == "merged" and result.learning is not None and result.screening is None:
+        result.learning = revive_restated(deps, result.learning)
     return facts + ([result.learning] if result.learning is not None else [])
 
 
-__all__ = ["ACTION_KINDS", "feedback_learning_text", "implicit_outcome", "observe_message", "recent_actions"]
+def revive_restated(deps: Deps, learning: Learning) -> Learning:
+    """``learning`` (which the owner just restated) back in use when it was out of it: status and
+    tier active, no longer superseded, and the learning that had superseded it (if still live)
+    superseded by it. Returns the learning as stored; unchanged when it was in use."""
+    if learning.status != "disabled" and learning.tier != "archive" and not learning.superseded_by:
+        return learning
+    service = LearningService(deps)
+    replaced_by = learning.superseded_by
+    changes: dict[str, Any] = {"status": "active", "tier": "active", "superseded_by": None}
+    reason = "the owner stated it again: back in use"
+    harmful = clearly_harmful_record(learning, deps.settings)
+    if harmful is not None:  # the owner overrules a record that would keep it dropped: a fresh start
+        changes.update(helpful=0, harmful=0)
+        reason += f"; its record reset (was {harmful})"
+    revived = service.apply_changes(learning, changes, reason=reason)
+    if replaced_by:
+        newer = deps.store.get_learning(replaced_by)
+        if newer.status != "disabled" and newer.tier != "archive" and not newer.superseded_by:
+            service.supersede(revived.id, newer.id, reason="the owner restated the rule it had replaced")
+    return deps.store.get_learning(revived.id)
+
+
+__all__ = ["ACTION_KINDS", "feedback_learning_text", "implicit_outcome", "observe_message", "recent_actions",
+           "revive_restated"]
