@@ -32,7 +32,11 @@ The events ranking is hybrid, over the calling user's events only:
 12. **word feedback** (pseudo-relevance feedback through shared words): the rarer content words
     of the best ``search_prf_docs`` hits that the query lacks become a second BM25 query
     (``search_prf_terms`` words, ``search_weight_prf``), so turns that share the best hits'
-    topic words rank up even when they share no word with the question.
+    topic words rank up even when they share no word with the question;
+13. **embedding feedback** (Rocchio): the query vector plus the score-weighted mean vector of the
+    best ``search_rocchio_docs`` hits; each event gets its z-scored cosine to it
+    (``search_weight_rocchio``), scaled down on other speakers' turns when the best hits are the
+    query speaker's own.
 
 :meth:`EventSearch.signals` computes every signal once and :meth:`EventSearch.rank` applies the
 weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing the signals.
@@ -40,8 +44,8 @@ weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing t
 Vector and fulltext are fused first (``Settings.search_fusion``: reciprocal-rank fusion, or a
 score fusion of the z-scored cosine and max-normalised BM25), the fused score is scaled to
 [0, 1], then the graph, neighbour and time bonuses are added (the addressed-turn penalty
-subtracted), then the second hop, then word feedback. Each hit says in ``reasons`` which
-signals found it. ``benchmarks/locomo.py`` measures every signal (an ablation in the same run).
+subtracted), then the second hop, then word feedback, then embedding feedback. Each hit says
+in ``reasons`` which signals found it. ``benchmarks/locomo.py`` measures every signal (an ablation in the same run).
 """
 
 from __future__ import annotations
