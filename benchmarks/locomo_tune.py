@@ -56,6 +56,8 @@ GRID: dict[str, tuple[float, ...]] = {
     "search_prf_docs": (1, 2, 3, 5),
     "search_session_decay": (0.8, 0.9, 0.95, 1.0),
     "search_weight_address": (0.0, 0.05, 0.1, 0.15, 0.2),
+    "search_weight_rocchio": (0.0, 0.05, 0.1, 0.15, 0.2),
+    "search_rocchio_docs": (3, 5, 8, 12),
 }
 #: settings that change the signals themselves (fixed while the signals are computed)
 _SIGNAL_TIME = {"search_weight_stripped": 0.5, "search_weight_session": 0.1}

@@ -32,7 +32,11 @@ The events ranking is hybrid, over the calling user's events only:
 12. **word feedback** (pseudo-relevance feedback through shared words): the rarer content words
     of the best ``search_prf_docs`` hits that the query lacks become a second BM25 query
     (``search_prf_terms`` words, ``search_weight_prf``), so turns that share the best hits'
-    topic words rank up even when they share no word with the question.
+    topic words rank up even when they share no word with the question;
+13. **embedding feedback** (Rocchio): the query vector plus the score-weighted mean vector of the
+    best ``search_rocchio_docs`` hits; each event gets its z-scored cosine to it
+    (``search_weight_rocchio``), scaled down on other speakers' turns when the best hits are the
+    query speaker's own.
 
 :meth:`EventSearch.signals` computes every signal once and :meth:`EventSearch.rank` applies the
 weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing the signals.
@@ -40,8 +44,8 @@ weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing t
 Vector and fulltext are fused first (``Settings.search_fusion``: reciprocal-rank fusion, or a
 score fusion of the z-scored cosine and max-normalised BM25), the fused score is scaled to
 [0, 1], then the graph, neighbour and time bonuses are added (the addressed-turn penalty
-subtracted), then the second hop, then word feedback. Each hit says in ``reasons`` which
-signals found it. ``benchmarks/locomo.py`` measures every signal (an ablation in the same run).
+subtracted), then the second hop, then word feedback, then embedding feedback. Each hit says
+in ``reasons`` which signals found it. ``benchmarks/locomo.py`` measures every signal (an ablation in the same run).
 """
 
 from __future__ import annotations
@@ -228,6 +232,23 @@ def _session_centroids(layout: EventLayout, matrix: np.ndarray) -> tuple[np.ndar
     return cached  # type: ignore[no-any-return]
 
 
+def _anchor_pool(sig: _Signals) -> np.ndarray | None:
+    """The events linked to a query entity (a speaker's own turns), or None when none are."""
+    if float(sig.entity.max(initial=0.0)) <= 0:
+        return None
+    return sig.entity > 0  # type: ignore[no-any-return]
+
+
+def _pool_z(values: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """``values`` z-scored by the mean and standard deviation over the positions ``among``
+    (a boolean mask), clipped at 0 and divided by 4 (the vector signal's scale)."""
+    sub = values[among]
+    if sub.size < 2:
+        return np.zeros(values.shape[0])
+    std = float(sub.std()) or 1.0
+    return np.clip((values - float(sub.mean())) / std, 0.0, None) / 4.0  # type: ignore[no-any-return]
+
+
 def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
     """1-based rank of each entry by descending score; +inf where not present."""
     ranks = np.full(scores.shape[0], np.inf)
@@ -255,6 +276,7 @@ class _Signals:
     session_sim: np.ndarray | None = None  # cosine of the query to the event's session centroid
     query_terms: tuple[str, ...] = ()  # the query's normalised terms (for the feedback query)
     address: np.ndarray | None = None  # 1 where the text names a query entity linked to other events only
+    qvec: np.ndarray | None = None  # unit embedding of what is asked (the query without its anchored names)
 
 
 class EventSearch:
@@ -315,7 +337,7 @@ class EventSearch:
         zeros = np.zeros(n)
         if not query:
             return _Signals(zeros, zeros, entity, tool_hit, zeros, entity_names, mention, zeros, address=address)
-        dense, stripped, session_sim = self._dense(
+        dense, stripped, session_sim, qvec = self._dense(
             query, strip_names(query, [index.names.get(k, k) for k in wanted]), layout)
         bm25 = np.zeros(n)
         catalog = store.event_catalog  # in-memory BM25 over the user's own events (not Kùzu's FTS)
@@ -326,7 +348,8 @@ class EventSearch:
         temporal = _time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
         return _Signals(dense, bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
                         mention, _date_match(query, layout), stripped=stripped, session_sim=session_sim,
-                        query_terms=tuple(catalog.lexical.query_terms(query)), address=address)
+                        query_terms=tuple(catalog.lexical.query_terms(query)), address=address,
+                        qvec=qvec)
 
     def rank(
         self, sig: _Signals, layout: EventLayout, index: EntityIndex, wanted: list[str], k: int
@@ -341,14 +364,46 @@ class EventSearch:
         prf = self._prf(final, sig, layout)
         final = final + s.search_weight_prf * prf
         parts["prf"] = prf
+        fb = self._rocchio(final, sig, layout)
+        final = final + s.search_weight_rocchio * fb
+        parts["rocchio"] = fb
         return _diverse_top(final, layout.session, k, s.search_session_decay), final, parts
+
+    def _rocchio(self, final: np.ndarray, sig: _Signals, layout: EventLayout) -> np.ndarray:
+        """Pseudo-relevance feedback in embedding space (Rocchio): the query vector (without its
+        anchored names) plus the score-weighted mean vector of the best ``search_rocchio_docs``
+        hits; every event gets its cosine to that vector, z-scored and clipped at 0 like the
+        vector signal (mean and spread taken over the other events). When the query anchors on a linked entity (a speaker), the other events
+        get it scaled by the share of the best hits that are *not* that entity's: feedback
+        drawn from a speaker's turns stays on that speaker's turns. Zeros when
+        ``search_weight_rocchio`` is 0."""
+        s = self.settings
+        n = final.shape[0]
+        if s.search_weight_rocchio <= 0 or s.search_rocchio_docs <= 0 or sig.qvec is None or n < 2:
+            return np.zeros(n)
+        seeds = np.argsort(-final, kind="stable")[: s.search_rocchio_docs]
+        top = float(final[seeds[0]])
+        if top <= 0:
+            return np.zeros(n)
+        matrix = self.store.event_catalog.vectors.matrix[layout.rows]
+        share = np.clip(final[seeds] / top, 0.0, None).astype(np.float32)
+        centroid = (matrix[seeds] * share[:, None]).sum(axis=0)
+        vec = sig.qvec + centroid / (float(np.linalg.norm(centroid)) or 1.0)
+        others = np.ones(n, dtype=bool)
+        others[seeds] = False  # the statistics leave out the hits the vector came from
+        out = _pool_z((matrix @ (vec / (float(np.linalg.norm(vec)) or 1.0))).astype(np.float64), others)
+        pool = _anchor_pool(sig)
+        if pool is not None:
+            out = out * np.where(pool, 1.0, 1.0 - float(pool[seeds].mean()))
+        return out
 
     def _dense(
         self, query: str, stripped: str, layout: EventLayout
-    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray]:
         """Cosine of every event to the query, and (when ``search_weight_stripped`` > 0 and the
         query names anchored entities) to the query without those names: the graph signals
-        already cover the names, the rest is what the question asks about."""
+        already cover the names, the rest is what the question asks about. The last value is the
+        unit vector of what is asked (the query without the names when that was embedded)."""
         a = self.settings.search_weight_stripped
         texts = [query, stripped] if a > 0 and stripped and stripped != query else [query]
         # one text per call: the bundled embedder's single-text path is several times faster
@@ -361,7 +416,7 @@ class EventSearch:
         if self.settings.search_weight_session > 0:
             centroids, member = _session_centroids(layout, self.store.event_catalog.vectors.matrix)
             session_sim = np.where(member >= 0, (centroids @ unit[0]).astype(np.float64)[np.maximum(member, 0)], 0.0)
-        return sims[:, 0], (sims[:, 1] if sims.shape[1] > 1 else None), session_sim
+        return sims[:, 0], (sims[:, 1] if sims.shape[1] > 1 else None), session_sim, unit[-1]
 
     # --- scoring ----------------------------------------------------------------------------
     def _score(self, sig: _Signals, neighbours: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -545,6 +600,8 @@ class EventSearch:
             out.append(f"graph: second hop via {sig.hop_via.get(i, '?')} (+{s.search_weight_hop * parts['hop'][i]:.3f})")
         if s.search_weight_prf * parts["prf"][i] >= 0.02:
             out.append(f"words: shares rarer words with the best hits (+{s.search_weight_prf * parts['prf'][i]:.3f})")
+        if s.search_weight_rocchio * parts["rocchio"][i] >= 0.02:
+            out.append(f"vector feedback: close to the best hits (+{s.search_weight_rocchio * parts['rocchio'][i]:.3f})")
         if sig.tool[i] and s.search_weight_tool:
             out.append(f"graph: via tool {tool}")
         if sig.temporal[i] and s.search_weight_time:
