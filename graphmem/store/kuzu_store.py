@@ -105,6 +105,11 @@ class KuzuBase:
         self.checkpoint_bytes = 16 << 20  # checkpoint once the write-ahead log is this large
         self.deferred_retries = 3
         self.deferred_batch = 64  # deferred writes committed together at most
+        # Kùzu holds Python's GIL while it executes, so a deferred write beside context() stalls
+        # its query embedding (torch takes the GIL back between ops): the writer waits while a
+        # caller is inside ``hold_writer()``, at most ``deferred_max_delay_s``.
+        self._hot = 0
+        self.deferred_max_delay_s = 0.25
         self.learning_catalog = LearningCatalog(dim)
         self.event_catalog = EventCatalog(dim)
         self._db = self._open_database()
@@ -408,6 +413,20 @@ class KuzuBase:
                 self._writer.start()
             self._deferred_cond.notify()
 
+    @contextmanager
+    def hold_writer(self) -> Iterator[None]:
+        """Keep the background writer from starting a batch while the block runs (a latency-
+        sensitive read such as context()); it starts anyway after ``deferred_max_delay_s``."""
+        with self._deferred_cond:
+            self._hot += 1
+        try:
+            yield
+        finally:
+            with self._deferred_cond:
+                self._hot -= 1
+                if not self._hot:
+                    self._deferred_cond.notify_all()
+
     def _writer_loop(self) -> None:
         while True:
             with self._deferred_cond:
@@ -415,6 +434,9 @@ class KuzuBase:
                     self._deferred_cond.wait()
                 if self._stopping:
                     return
+                deadline = time.monotonic() + self.deferred_max_delay_s
+                while self._hot and not self._stopping and (left := deadline - time.monotonic()) > 0:
+                    self._deferred_cond.wait(left)
             try:
                 if not self._drain_beside_readers():
                     with self._lock.exclusive():

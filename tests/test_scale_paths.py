@@ -1,0 +1,48 @@
+"""Read-path speed mechanics: the background writer keeps off a latency-bound read."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from graphmem import Memory
+
+
+def _wait_for(flag: threading.Event, seconds: float) -> bool:
+    return flag.wait(seconds)
+
+
+def test_the_writer_waits_while_a_read_holds_it_and_writes_after(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    store = mem.store
+    written = threading.Event()
+    store.deferred_max_delay_s = 30.0
+    with store.hold_writer():
+        store.defer_write(written.set)
+        assert not _wait_for(written, 0.3), "the writer wrote while a read held it"
+    assert _wait_for(written, 30), "the writer did not write after the read ended"
+
+
+def test_the_writer_waits_at_most_the_delay(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    store = mem.store
+    written = threading.Event()
+    store.deferred_max_delay_s = 0.05
+    with store.hold_writer():
+        start = time.monotonic()
+        store.defer_write(written.set)
+        assert _wait_for(written, 30), "a held writer never wrote"
+        assert time.monotonic() - start >= 0.04
+    assert store._hot == 0
+
+
+def test_context_records_its_application_after_holding_the_writer(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    mem.add_learning("Check the deploy log first", tool="deploy")
+    ctx = mem.context("deploy the service", tool="deploy")
+    assert mem.store._hot == 0  # released on return
+    rows = mem.cypher("MATCH (a:Application {id: $id}) RETURN count(a) AS n", {"id": ctx.id}, scope="all")
+    assert rows[0]["n"] == 1
+    hits = mem.search("deploy", over="all")
+    assert hits and mem.store._hot == 0
