@@ -6,6 +6,8 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
+
 from graphmem import Memory
 
 
@@ -46,3 +48,29 @@ def test_context_records_its_application_after_holding_the_writer(make_memory: C
     assert rows[0]["n"] == 1
     hits = mem.search("deploy", over="all")
     assert hits and mem.store._hot == 0
+
+
+def test_embed_queries_falls_back_to_one_call_per_text() -> None:
+    import numpy as np
+
+    from graphmem.embed import HashEmbedder, embed_queries
+
+    emb = HashEmbedder()
+    texts = ["What did Dana paint?", "What did paint?"]
+    np.testing.assert_allclose(embed_queries(emb, texts), np.vstack([emb.embed([t]) for t in texts]))
+
+
+@pytest.mark.slow
+def test_minilm_embeds_a_few_queries_in_one_pass_as_one_by_one() -> None:
+    pytest.importorskip("torch")
+    import numpy as np
+
+    from graphmem.embed import SentenceTransformerEmbedder
+
+    emb = SentenceTransformerEmbedder()
+    texts = ["What did Melanie paint after the museum trip in May?", "What did paint?", "Who?"]
+    one_by_one = np.vstack([emb.embed([t]) for t in texts])
+    together = emb.embed_queries(texts)
+    assert together.shape == (3, emb.dim)
+    np.testing.assert_allclose(together, one_by_one, atol=1e-4)  # padding is masked out of the pooling
+    np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
