@@ -74,3 +74,13 @@ def test_minilm_embeds_a_few_queries_in_one_pass_as_one_by_one() -> None:
     assert together.shape == (3, emb.dim)
     np.testing.assert_allclose(together, one_by_one, atol=1e-4)  # padding is masked out of the pooling
     np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+
+
+def test_events_benchmark_corpus_is_a_deterministic_conversation() -> None:
+    from benchmarks.events_scale import SESSION_TURNS, questions, turns
+
+    small, large = turns(40), turns(100)
+    assert large[:40] == small  # a larger corpus extends a smaller one
+    assert {t["session"] for t in small} == {"s0", "s1"} and SESSION_TURNS == 30
+    assert all(t["speaker"] and t["text"].endswith((".", "?")) for t in large)
+    assert questions(5) == questions(5) and len(set(questions(50))) > 10
