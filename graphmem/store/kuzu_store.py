@@ -70,6 +70,13 @@ def loads(text: str | None, default: Any) -> Any:
 class KuzuBase:
     """Connection handling, transactions and raw queries over one Kùzu database."""
 
+    # Kùzu holds Python's GIL while it executes, so a deferred write beside context() stalls its
+    # query embedding (torch takes the GIL back between ops): the background writer waits while
+    # a caller is inside ``hold_writer()``, at most ``deferred_max_delay_s`` (class defaults, so
+    # stores with their own ``__init__`` have them too).
+    _hot = 0
+    deferred_max_delay_s = 0.25
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None,
@@ -105,11 +112,6 @@ class KuzuBase:
         self.checkpoint_bytes = 16 << 20  # checkpoint once the write-ahead log is this large
         self.deferred_retries = 3
         self.deferred_batch = 64  # deferred writes committed together at most
-        # Kùzu holds Python's GIL while it executes, so a deferred write beside context() stalls
-        # its query embedding (torch takes the GIL back between ops): the writer waits while a
-        # caller is inside ``hold_writer()``, at most ``deferred_max_delay_s``.
-        self._hot = 0
-        self.deferred_max_delay_s = 0.25
         self.learning_catalog = LearningCatalog(dim)
         self.event_catalog = EventCatalog(dim)
         self._db = self._open_database()
