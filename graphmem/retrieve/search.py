@@ -60,7 +60,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from graphmem.config import Settings
-from graphmem.embed import Embedder
+from graphmem.embed import Embedder, embed_queries
 from graphmem.models import Event, Learning
 from graphmem.retrieve.entities import EntityIndex, extract_entities, normalise_entity
 from graphmem.store.search import EventLayout
@@ -406,12 +406,18 @@ class EventSearch:
         unit vector of what is asked (the query without the names when that was embedded)."""
         a = self.settings.search_weight_stripped
         texts = [query, stripped] if a > 0 and stripped and stripped != query else [query]
-        # one text per call: the bundled embedder's single-text path is several times faster
-        # than its batch path for a handful of texts on a busy CPU (measured; see README)
-        vecs = np.vstack([np.asarray(self.embedder.embed([t]), dtype=np.float32) for t in texts])
+        # one forward pass for the question and its stripped variant on the query threads (the
+        # bundled embedder's batch path is several times slower for a handful of texts on a busy CPU)
+        vecs = embed_queries(self.embedder, texts)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         unit = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-        sims = (self.store.event_catalog.vectors.matrix[layout.rows] @ unit.T).astype(np.float64)
+        # most of the mirror is this user's: scan it whole and pick their rows (no copy of their
+        # vectors per query); else multiply just their rows
+        vectors = self.store.event_catalog.vectors
+        if 2 * layout.rows.size >= len(vectors):
+            sims = np.stack([vectors.cosine(u)[layout.rows] for u in unit], axis=1).astype(np.float64)
+        else:
+            sims = (vectors.matrix[layout.rows] @ unit.T).astype(np.float64)
         session_sim = None
         if self.settings.search_weight_session > 0:
             centroids, member = _session_centroids(layout, self.store.event_catalog.vectors.matrix)

@@ -6,6 +6,7 @@ modules of :mod:`graphmem.retrieve`.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import time
@@ -70,8 +71,16 @@ class RetrievalService:
         ``session_id`` is stored on the Application (session metrics count it).
         Query text beyond ``Settings.max_query_chars`` is ignored (truncated), not an error.
         """
+        with _writer_held(self.deps.store):
+            return self._context(
+                query, tool=tool, entities=entities, topics=topics, objective_type=objective_type,
+                limit=limit, token_budget=token_budget, session_id=session_id,
+            )
 
-
+    def _context(
+        self, query: str, *, tool: str | None, entities: Iterable[str], topics: Iterable[str],
+        objective_type: str | None, limit: int, token_budget: int | None, session_id: str | None,
+    ) -> AssembledContext:
         t0 = time.perf_counter()
         if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
             raise InvalidInputError(f"limit must be a whole number > 0, got {limit!r}")
@@ -227,6 +236,13 @@ class RetrievalService:
         topic_names = tuple(names("topic", topics))
         if not text and not tool_name and not entity_names and not topic_names:
             raise InvalidInputError("search needs query text, or a tool, entities or topics to anchor on")
+        with _writer_held(self.deps.store):
+            return self._search(text, k, over, tool_name, entity_names, topic_names)
+
+    def _search(
+        self, text: str, k: int, over: str, tool_name: str | None, entity_names: tuple[str, ...],
+        topic_names: tuple[str, ...],
+    ) -> list[Hit]:
         hits: list[Hit] = []
         if over in ("events", "all"):
             searcher = EventSearch(self.deps.store, self.deps.embedder, self.deps.settings, self.deps.user)
@@ -248,6 +264,13 @@ class RetrievalService:
             Hit(id=s.learning.id, kind="learning", node=s.learning, score=float(s.score), reasons=list(s.reasons))
             for s in scored
         ]
+
+
+def _writer_held(store: object) -> contextlib.AbstractContextManager[None]:
+    """The store's ``hold_writer()`` (the background writer waits while a read is latency-bound:
+    Kùzu holds the GIL while it writes, which stalls the query embedding), if it has one."""
+    hold = getattr(store, "hold_writer", None)
+    return hold() if hold is not None else contextlib.nullcontext()
 
 
 def _real(hits: list[Hit]) -> list[Hit]:

@@ -70,6 +70,13 @@ def loads(text: str | None, default: Any) -> Any:
 class KuzuBase:
     """Connection handling, transactions and raw queries over one Kùzu database."""
 
+    # Kùzu holds Python's GIL while it executes, so a deferred write beside context() stalls its
+    # query embedding (torch takes the GIL back between ops): the background writer waits while
+    # a caller is inside ``hold_writer()``, at most ``deferred_max_delay_s`` (class defaults, so
+    # stores with their own ``__init__`` have them too).
+    _hot = 0
+    deferred_max_delay_s = 0.25
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None,
@@ -408,6 +415,20 @@ class KuzuBase:
                 self._writer.start()
             self._deferred_cond.notify()
 
+    @contextmanager
+    def hold_writer(self) -> Iterator[None]:
+        """Keep the background writer from starting a batch while the block runs (a latency-
+        sensitive read such as context()); it starts anyway after ``deferred_max_delay_s``."""
+        with self._deferred_cond:
+            self._hot += 1
+        try:
+            yield
+        finally:
+            with self._deferred_cond:
+                self._hot -= 1
+                if not self._hot:
+                    self._deferred_cond.notify_all()
+
     def _writer_loop(self) -> None:
         while True:
             with self._deferred_cond:
@@ -415,6 +436,9 @@ class KuzuBase:
                     self._deferred_cond.wait()
                 if self._stopping:
                     return
+                deadline = time.monotonic() + self.deferred_max_delay_s
+                while self._hot and not self._stopping and (left := deadline - time.monotonic()) > 0:
+                    self._deferred_cond.wait(left)
             try:
                 if not self._drain_beside_readers():
                     with self._lock.exclusive():

@@ -1,0 +1,235 @@
+"""search(over="events") and record_event at scale, beside the bare query embedding of the same run.
+
+    python -m benchmarks.events_scale [--events 600 100000] [--queries 100] [--pool 2000] [--batch 5000]
+
+For each size, a child process builds a fresh file of one user's conversation: ``--events``
+message turns (20 speakers, sessions of 30 turns, speaker linked as entity), written with the
+store's batch path (``insert_event_batch``: one transaction per ``--batch`` events, the same
+path ``Memory.record_events`` ends in). The first ``--pool`` turn texts are embedded by the
+bundled MiniLM (cached under benchmarks/results/local/); beyond the pool, turn i reuses turn
+i % pool's text (with its own turn number appended) and its vector plus small noise,
+re-normalised: latency does not depend on the vectors' values, and embedding a million texts
+on this machine would take hours. Then, in this process:
+
+- open time (CPU and wall) and RSS after open;
+- ``search(query, over="events", k=10)`` p50/p95 (wall, and CPU time of the process) over
+  ``--queries`` questions, each followed by the same question embedded alone (the bare
+  embedding, same process, same moment): the ratio of the two p50s is the figure to read on a
+  busy machine;
+- ``record_event`` p50 (MiniLM embedding included) and a check that a search issued right after
+  each ``record_event`` returns finds that event;
+- RSS after the queries and the peak.
+
+Results go to benchmarks/results/local/events_scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import resource
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.scale import FIRST, ORGS, RESULTS, TOPICS, pct, rss_mb
+
+PLACES = ["Paris", "the lake", "the museum", "Lisbon", "the gym", "the office", "Kyoto", "the beach", "Berlin", "the park"]
+TURNS = [
+    "I went to {place} with {o} last {day} and we talked about {topic}.",
+    "Have you finished the {topic} report? {o} keeps asking me about it.",
+    "My sister painted a picture of {place}; she wants to show it at {o}.",
+    "We should plan the {topic} workshop before {month}.",
+    "I started learning about {topic} because of a podcast from {o}.",
+    "Remember when we got lost near {place} in {month}?",
+    "The {topic} meeting moved to {day}, can you tell {o}?",
+    "I adopted a dog and named him after a street in {place}.",
+    "{o} offered me a job in {topic}; I am thinking about it.",
+    "Thanks for the book about {topic}, I read it on the way to {place}.",
+]
+QUESTIONS = [
+    "What did {p} say about {topic}?",
+    "When did {p} go to {place}?",
+    "Who offered {p} a job?",
+    "What did {p}'s sister paint?",
+    "Where did {p} get lost?",
+    "Which book did {p} read about {topic}?",
+    "When is the {topic} meeting?",
+    "What is the name of {p}'s dog?",
+]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+MONTHS = ["January", "March", "May", "July", "September", "November"]
+USER = "alice"
+SESSION_TURNS = 30
+
+
+def turns(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``n`` conversation turns (speaker, text, session); the first k of turns(n) equal turns(k)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        speaker = FIRST[int(rng.integers(len(FIRST)))]
+        text = TURNS[int(rng.integers(len(TURNS)))].format(
+            place=PLACES[int(rng.integers(len(PLACES)))], o=ORGS[int(rng.integers(len(ORGS)))],
+            topic=TOPICS[int(rng.integers(len(TOPICS)))], day=DAYS[int(rng.integers(len(DAYS)))],
+            month=MONTHS[int(rng.integers(len(MONTHS)))],
+        )
+        out.append({"speaker": speaker, "text": text, "session": f"s{i // SESSION_TURNS}"})
+    return out
+
+
+def questions(count: int, seed: int = 1) -> list[str]:
+    """``count`` questions about the generated conversation."""
+    rng = np.random.default_rng(seed)
+    return [
+        QUESTIONS[int(rng.integers(len(QUESTIONS)))].format(
+            p=FIRST[int(rng.integers(len(FIRST)))], topic=TOPICS[int(rng.integers(len(TOPICS)))],
+            place=PLACES[int(rng.integers(len(PLACES)))],
+        )
+        for _ in range(count)
+    ]
+
+
+def pool_vectors(texts: list[str], embedder: Any) -> np.ndarray:
+    """MiniLM vectors of the pool texts, cached under benchmarks/results/local/."""
+    folder = RESULTS / "local"
+    folder.mkdir(parents=True, exist_ok=True)
+    cache = folder / f"events_pool_{len(texts)}.npy"
+    if cache.exists():
+        return np.load(cache)
+    t = time.perf_counter()
+    vectors = np.vstack([embedder.embed(texts[s : s + 256]) for s in range(0, len(texts), 256)]).astype(np.float32)
+    print(f"  embedded the pool of {len(texts)} texts in {time.perf_counter() - t:.0f} s", flush=True)
+    np.save(cache, vectors)
+    return vectors
+
+
+def _build_child(path: Path, n: int, pool: int, batch: int) -> None:
+    """Build the file (runs in a spawned child, so its memory is not counted in the parent)."""
+    from graphmem.embed import SentenceTransformerEmbedder
+    from graphmem.models import Event
+    from graphmem.store import KuzuGraphStore
+
+    embedder = SentenceTransformerEmbedder()
+    specs = turns(n)
+    m = min(n, pool)
+    base = pool_vectors([s["text"] for s in specs[:m]], embedder)
+    rng = np.random.default_rng(7)
+    start_time = datetime(2025, 1, 1, tzinfo=UTC)
+    store = KuzuGraphStore(path, dim=embedder.dim, embedder_name=embedder.name)
+    t = time.perf_counter()
+    try:
+        for lo in range(0, n, batch):
+            hi = min(n, lo + batch)
+            vecs = base[np.arange(lo, hi) % m].copy()
+            if hi > m:
+                far = np.arange(lo, hi) >= m
+                vecs[far] += rng.normal(0, 0.02, (int(far.sum()), vecs.shape[1])).astype(np.float32)
+                vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            items = []
+            for i in range(lo, hi):
+                s = specs[i] if i < m else {**specs[i % m], "session": specs[i]["session"]}
+                text = s["text"] if i < m else f"{s['text']} (turn {i})"
+                items.append((Event(
+                    user_id=USER, session_id=s["session"], kind="message", role=s["speaker"], content=text,
+                    created_at=start_time + timedelta(minutes=i), entities=[s["speaker"]],
+                ), vecs[i - lo]))
+            store.insert_event_batch(items)
+            if (hi // batch) % 10 == 0 or hi == n:
+                print(f"  wrote {hi}/{n} events ({time.perf_counter() - t:.0f} s)", flush=True)
+    finally:
+        store.close()
+
+
+def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dict[str, Any]:
+    """Build a file of ``n`` events and measure search and record_event on it."""
+    from graphmem import Memory
+    from graphmem.embed import SentenceTransformerEmbedder
+
+    path = workdir / f"events_{n}.kuzu"
+    t = time.perf_counter()
+    proc = multiprocessing.get_context("spawn").Process(target=_build_child, args=(path, n, pool, batch))
+    proc.start()
+    proc.join()
+    if proc.exitcode != 0:
+        raise RuntimeError(f"building {path} failed (exit code {proc.exitcode})")
+    build_s = time.perf_counter() - t
+    file_mb = sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
+    print(f"[{n}] built in {build_s:.1f} s ({file_mb:.0f} MB); opening", flush=True)
+    embedder = SentenceTransformerEmbedder()
+    embedder.embed(["warm up the model"])
+    rss_model = rss_mb()
+    t, cpu = time.perf_counter(), time.process_time()
+    mem = Memory(path, user=USER, embedder=embedder)
+    open_s, open_cpu = time.perf_counter() - t, time.process_time() - cpu
+    rss_open = rss_mb()
+    try:
+        qs = questions(n_queries + 10)
+        for q in qs[:10]:
+            mem.search(q, over="events", k=10)
+        wall, cpu_ms, bare, bare_cpu = [], [], [], []
+        for q in qs[10:]:
+            t, c = time.perf_counter(), time.process_time()
+            mem.search(q, over="events", k=10)
+            wall.append((time.perf_counter() - t) * 1e3)
+            cpu_ms.append((time.process_time() - c) * 1e3)
+            t, c = time.perf_counter(), time.process_time()
+            embedder.embed([q])
+            bare.append((time.perf_counter() - t) * 1e3)
+            bare_cpu.append((time.process_time() - c) * 1e3)
+        rss_queries = rss_mb()
+        record_ms, found = [], 0
+        for i in range(30):
+            text = f"Benchmark turn {i}: Zorblax{i} brought a violin to {PLACES[i % len(PLACES)]}"
+            t = time.perf_counter()
+            event = mem.record_event("message", text, role="Dana", session_id="bench")
+            record_ms.append((time.perf_counter() - t) * 1e3)
+            hits = mem.search(text, over="events", k=5)
+            found += any(h.id == event.id for h in hits)
+    finally:
+        mem.close()
+    p50, e50 = pct(wall, 50), pct(bare, 50)
+    out = {
+        "events": n, "embedded_by_model": min(n, pool), "build_s": round(build_s, 1), "file_mb": round(file_mb, 1),
+        "open_s": round(open_s, 2), "open_cpu_s": round(open_cpu, 2),
+        "search_p50_ms": round(p50, 2), "search_p95_ms": round(pct(wall, 95), 2),
+        "search_cpu_p50_ms": round(pct(cpu_ms, 50), 2),
+        "embed_query_p50_ms": round(e50, 2), "embed_query_cpu_p50_ms": round(pct(bare_cpu, 50), 2),
+        "search_over_embed": round(p50 / e50, 2) if e50 else None,
+        "record_event_p50_ms": round(pct(record_ms, 50), 2),
+        "record_event_found_by_next_search": f"{found}/30",
+        "rss_with_model_mb": round(rss_model, 1), "rss_after_open_mb": round(rss_open, 1),
+        "rss_after_queries_mb": round(rss_queries, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "load_average": Path("/proc/loadavg").read_text().split()[0],
+    }
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.events_scale", description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, nargs="+", default=[600, 100000])
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--pool", type=int, default=2000, help="turn texts embedded by MiniLM; the rest reuse them")
+    parser.add_argument("--batch", type=int, default=5000, help="events per write transaction while building")
+    parser.add_argument("--workdir", type=Path, default=None, help="where the files are built (default: a temp dir)")
+    args = parser.parse_args(argv)
+    results = []
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+        for n in args.events:
+            results.append(measure(n, args.queries, args.pool, args.batch, Path(tmp)))
+    folder = RESULTS / "local"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "events_scale.json").write_text(json.dumps(results, indent=2))
+    print(f"-> {folder / 'events_scale.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
