@@ -10,9 +10,43 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from graphmem.errors import StoreError
+from graphmem.errors import NotFoundError, StoreError
 from graphmem.models import Learning
 from graphmem.store.bolt.base import BoltBase
+
+#: counters written as differences, and the two scores (clamped to [0, 1]) likewise
+_COUNTERS = ("helpful", "harmful", "validations", "contradictions", "times_applied")
+_SCORES = ("score", "confidence")
+_DELTA = _COUNTERS + _SCORES
+_DELTA_RETURN = ", ".join(f"l.{p} AS {p}" for p in _DELTA)
+
+
+def delta_sets(base: Learning | None, learning: Learning, embedding: Any) -> tuple[str, dict[str, Any]]:
+    """The SET clause and parameters that write ``learning`` over ``base`` (see save_learning)."""
+    from graphmem.store.learnings import LEARNING_PROPS, learning_params
+
+    params = learning_params(learning)
+    old = learning_params(base) if base is not None else None
+    sets: list[str] = []
+    for p in (*LEARNING_PROPS, "content_key", "search_text"):
+        if p == "id" or (old is not None and old[p] == params[p]):
+            continue
+        if old is not None and p in _COUNTERS:
+            params[f"d_{p}"] = int(params[p]) - int(old[p] or 0)
+            sets.append(f"l.{p} = CASE WHEN coalesce(l.{p}, 0) + $d_{p} < 0 THEN 0 ELSE coalesce(l.{p}, 0) + $d_{p} END")
+        elif old is not None and p in _SCORES:  # exactly the value computed when nobody moved it since
+            params[f"b_{p}"], params[f"d_{p}"] = old[p], float(params[p]) - float(old[p] or 0.0)
+            moved = f"coalesce(l.{p}, 0.0) + $d_{p}"
+            sets.append(f"l.{p} = CASE WHEN l.{p} = $b_{p} THEN ${p} WHEN {moved} < 0.0 THEN 0.0 "
+                        f"WHEN {moved} > 1.0 THEN 1.0 ELSE {moved} END")
+        else:
+            sets.append(f"l.{p} = ${p}")
+    if embedding is not None:
+        params["embedding"] = [float(x) for x in embedding]
+        sets.append("l.embedding = $embedding")
+    if not sets:
+        sets.append("l.id = $id")
+    return ", ".join(sets), params
 
 
 class BoltOverrides(BoltBase):
@@ -25,15 +59,27 @@ class BoltOverrides(BoltBase):
 
         with self._lock.exclusive():
             try:
-                gen = self.database_generation()
+                counters = self.counters()
             except RuntimeError as e:
                 raise StoreError(f"query failed: {e}") from e
             self.forget_cached_learnings()  # type: ignore[attr-defined]
             self.forget_summary_texts()  # type: ignore[attr-defined]
             self.load_learning_catalog()  # type: ignore[attr-defined]
             self.load_event_catalog()  # type: ignore[attr-defined]
-            self.db_generation = gen
+            self.set_seen(counters)
+            self.generation += 1
+            self.refreshes["full"] += 1
         release_unused_memory()
+
+    def catch_up(self) -> None:
+        """Apply other processes' change records to the mirrors (a full reload when they do not
+        suffice); see :mod:`graphmem.store.bolt.changes`."""
+        from graphmem.store.bolt.changes import catch_up
+
+        try:
+            catch_up(self)
+        except RuntimeError as e:
+            raise StoreError(f"query failed: {e}") from e
 
     def configure_vectors(self, storage: str, int8_min_rows: int) -> None:
         """As KuzuGraphStore.configure_vectors."""
@@ -42,14 +88,52 @@ class BoltOverrides(BoltBase):
                 self.reload_catalogs()
 
     def get_learning(self, learning_id: str) -> Learning:
-        """KuzuGraphStore.get_learning after catching up with other processes' writes."""
+        """KuzuGraphStore.get_learning after catching up with other processes' writes. Inside a
+        write transaction the row is read from the server and remembered as this transaction's
+        base for :meth:`save_learning`'s delta writes."""
         self.ensure_fresh()
-        return cast(Learning, super().get_learning(learning_id))  # type: ignore[misc]
+        learning = cast(Learning, super().get_learning(learning_id))  # type: ignore[misc]
+        if self.in_transaction():
+            self._main.bases.setdefault(learning.id, learning)
+        return learning
 
     def get_learnings(self, ids: Sequence[str]) -> list[Learning]:
         """KuzuGraphStore.get_learnings after catching up with other processes' writes."""
         self.ensure_fresh()
-        return cast(list[Learning], super().get_learnings(ids))  # type: ignore[misc]
+        out = []
+        for ident in ids:
+            try:
+                out.append(self.get_learning(ident))
+            except NotFoundError:
+                continue
+        return out
+
+    def save_learning(self, learning: Learning, embedding: Any = None) -> None:
+        """Write a learning, as KuzuGraphStore.save_learning, but relative to the row this
+        transaction read (:meth:`get_learning`): counters and score/confidence move by the
+        difference (``SET l.helpful = l.helpful + $d``), and only properties that differ from
+        that row are set, so another process's change committed since the read is kept, not
+        overwritten. Without such a row (read outside the transaction), every property is set.
+        The mirrors get the values the server holds after the write."""
+        from functools import partial
+
+        with self.transaction():
+            base = self._main.bases.get(learning.id)
+            sets, params = delta_sets(base, learning, embedding)
+            rows = self.write(f"MATCH (l:Learning {{id: $id}}) SET {sets} RETURN {_DELTA_RETURN}", params)
+            if not rows:
+                raise NotFoundError(f"no learning with id {learning.id!r}")
+            now = {k: rows[0][k] for k in _DELTA if rows[0].get(k) is not None}
+            stored = learning.model_copy(update=now)
+            self._main.bases[learning.id] = stored
+            self.on_commit(partial(self._committed, stored, embedding, params["content_key"]))  # type: ignore[attr-defined]
+
+    def forget_learnings(self, learning_ids: Sequence[str]) -> dict[str, int]:
+        """KuzuGraphStore.forget_learnings, with the deletions in the change record (other
+        processes drop those rows instead of reloading everything)."""
+        with self.transaction():
+            self.note_changes([f"D:{i}" for i in dict.fromkeys(learning_ids)])
+            return cast(dict[str, int], super().forget_learnings(learning_ids))  # type: ignore[misc]
 
     def fulltext_learnings(self, normalised_query: str, k: int) -> list[tuple[str, float]]:
         """Not on Bolt: ranking uses the in-memory BM25 mirror; Kùzu's FTS index has no portable form."""
@@ -88,6 +172,7 @@ class BoltOverrides(BoltBase):
                      "Entity": "x.kind = 'thing', x.created_at = $ts"}
         step = 500
         with self.transaction():
+            self.note_changes(["*"])
             for i in range(0, n, step):
                 self.write("UNWIND $rows AS r CREATE (l:Learning) SET l = r", {"rows": rows[i:i + step]})
             for (rel, label), edges in anchors.items():
@@ -109,6 +194,7 @@ class BoltOverrides(BoltBase):
                 raise InvalidInputError(f"RELATED links Entity and Topic nodes, not {la}/{lb}")
             groups.setdefault((la, lb), []).append({"a": a, "b": b, "w": int(w), "u": user_id})
         with self.transaction():
+            self.note_changes(["*"])
             for (la, lb), rows in groups.items():
                 for i in range(0, len(rows), 2000):
                     self.write(f"UNWIND $rows AS r MATCH (a:{la} {{name: r.a}}), (b:{lb} {{name: r.b}}) "
