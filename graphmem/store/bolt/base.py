@@ -474,7 +474,7 @@ class BoltBase(KuzuBase):
             if not meta:
                 raise StoreError(f"{self.url} holds no graphmem memory; open it once without read_only=True")
             return version
-        if meta and version == self.bolt_schema.version:
+        if meta and version == self.bolt_schema.version and meta.get("changelog") == "1":
             return version  # constraints were made with the bookkeeping (3 s on ArcadeDB: not on every open)
         with self._lock.exclusive():
             for stmt in bolt_schema.ddl(self.bolt_schema):
@@ -490,11 +490,11 @@ class BoltBase(KuzuBase):
                         self.conflict_retry.wait(attempt + 3)
             if meta and version < self.bolt_schema.version:
                 self._migrate(conn, version)
-            if not meta or version < self.bolt_schema.version:
+            if not meta or version < self.bolt_schema.version or meta.get("changelog") != "1":
                 conn.execute("BEGIN TRANSACTION")
-                try:
+                try:  # changelog: the change log's constraint exists (databases set up before it get it here)
                     for key, value in (("embedder", self.embedder_name), ("dim", str(self.dim)),
-                                       ("schema_version", str(self.bolt_schema.version))):
+                                       ("schema_version", str(self.bolt_schema.version)), ("changelog", "1")):
                         conn.execute("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
                     conn.execute("COMMIT")
                 except BaseException:
