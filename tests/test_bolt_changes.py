@@ -132,3 +132,16 @@ def test_two_writers_recording_outcomes_on_one_learning_lose_no_increment(open_m
     assert (got.helpful, got.validations, got.times_applied) == (2 * rounds, 2 * rounds, 2 * rounds)
     conflicts = sum(m.store.conflict_retry.retried + m.store.conflict_retry.reran for m in (a, b))
     assert conflicts > 0, "the writers never collided: nothing was tested"
+
+
+def test_a_reload_after_writes_that_bypass_the_mirrors_reaches_the_other_memory(open_mem: OpenMem) -> None:
+    a, b = open_mem(), open_mem()
+    lid = a.add_learning("Keep emails under three paragraphs", tool="send_email").id
+    assert b.get_learning(lid).content == "Keep emails under three paragraphs"
+    full = b.store.refreshes["full"]
+    # a raw write (as an import or a repair makes) changes no mirror through a hook; the writer
+    # then reloads its own, which tells the other processes to do the same
+    a.store.write("MATCH (l:Learning {id: $id}) SET l.content = 'Keep emails short'", {"id": lid})
+    a.store.reload_catalogs()
+    assert b.get_learning(lid).content == "Keep emails short"
+    assert b.store.refreshes["full"] == full + 1

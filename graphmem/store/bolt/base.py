@@ -9,9 +9,10 @@ transaction, and each statement is translated from Kùzu's dialect (:mod:`.diale
 
 Several processes may share one Bolt database, so the in-memory mirrors (vectors, filter columns,
 lexical statistics) may go stale: every write transaction also increments a counter node
-(the sum of ``(:Meta {key: 'generation:K'}).n`` over a few shards K), and before ranking (``snapshot()``) and before a read that
-is not inside a snapshot or transaction, the store compares the counter with the value its mirrors
-were built at, and rebuilds them when another process moved it (see the package docstring).
+(the sum of ``(:Meta {key: 'generation:K'}).n`` over a few shards K) and, when it changed what the
+mirrors hold, writes a change record; before ranking (``snapshot()``) and before a read that is not
+inside a snapshot or transaction, the store compares the counters with the values its mirrors
+include and applies the other processes' change records (:mod:`.changes`).
 """
 
 from __future__ import annotations
@@ -746,7 +747,7 @@ class BoltBase(KuzuBase):
         out: dict[str, int] = {}
         for label in self.bolt_schema.nodes:
             out[label] = int(self.read(f"MATCH (n:{label}) RETURN count(n) AS n")[0]["n"])
-        out["Meta"] = int(self.read(f"MATCH (m:Meta) WHERE {_NOT_GEN} RETURN count(m) AS n")[0]["n"])  # not the counters
+        out["Meta"] = int(self.read(f"MATCH (m:Meta) WHERE {_NOT_GEN} AND m.key <> 'changelog' RETURN count(m) AS n")[0]["n"])  # not the counters nor the change log's marker, as on Kùzu
         for rel in self.bolt_schema.rels:
             out[rel] = int(self.read(f"MATCH ()-[r:{rel}]->() RETURN count(r) AS n")[0]["n"])
         return out

@@ -88,25 +88,25 @@ def catch_up(store: Any) -> None:
         if not store._behind(counters):
             return
         if any(n < store.seen.get(k, 0) for k, (n, _) in counters.items()):  # the database was reset
-            store.reload_catalogs()
+            store._reload_mirrors()
             return
         keys = []
         for k in range(GEN_SHARDS):
             n, floor = counters.get(k, (0, 0))
             done = store.seen.get(k, 0)
             if n > done and done < floor:
-                store.reload_catalogs()  # the records we need were pruned
+                store._reload_mirrors()  # the records we need were pruned
                 return
             keys += [f"{k}:{i}" for i in range(done + 1, n + 1)]
         if len(keys) > store.max_changes:
-            store.reload_catalogs()
+            store._reload_mirrors()
             return
         entries: list[str] = []
         for i in range(0, len(keys), 1000):
             for row in store.read(_CHANGE_READ, {"keys": keys[i:i + 1000]}):
                 entries += list(row["ids"] or [])
         if "*" in entries or ("F" in entries and not any(e.startswith("D:") for e in entries)):
-            store.reload_catalogs()
+            store._reload_mirrors()
             return
         apply(store, entries)
         store.set_seen(counters)

@@ -7,8 +7,11 @@ overridden in :class:`BoltOverrides` (first in the MRO).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, cast
+
+import numpy as np
 
 from graphmem.errors import NotFoundError, StoreError
 from graphmem.models import Learning
@@ -54,7 +57,35 @@ class BoltOverrides(BoltBase):
 
     def reload_catalogs(self) -> None:
         """Rebuild the in-memory mirrors from the database and remember the write counter they
-        were read at (read first: a write in between only makes the next check reload again)."""
+        were read at (read first: a write in between only makes the next check reload again).
+
+        Called by a writer after writes that bypass the mirrors' hooks (an import, a repair), it
+        first writes a ``*`` change record, so other processes rebuild theirs too; on open, when
+        catching up, and after a forget (whose change record says what went) it does not."""
+        if not getattr(self, "_quiet_reload", False) and not self.read_only and not self._closed:
+            if self.in_transaction():
+                self.note_changes(["*"])
+            else:
+                with self.transaction():
+                    self.note_changes(["*"])
+        self._reload_mirrors()
+
+    @contextmanager
+    def quiet_reload(self) -> Iterator[None]:
+        """Inside the block, :meth:`reload_catalogs` rebuilds this process's mirrors only."""
+        before = getattr(self, "_quiet_reload", False)
+        self._quiet_reload = True
+        try:
+            yield
+        finally:
+            self._quiet_reload = before
+
+    def _after_forget(self) -> None:
+        """ForgetStore._after_forget, whose reload is this process's own (see reload_catalogs)."""
+        with self.quiet_reload():
+            super()._after_forget()  # type: ignore[misc]
+
+    def _reload_mirrors(self) -> None:
         from graphmem.store.kuzu_graph import release_unused_memory
 
         with self._lock.exclusive():
@@ -85,7 +116,7 @@ class BoltOverrides(BoltBase):
         """As KuzuGraphStore.configure_vectors."""
         with self._lock.exclusive():
             if not self.learning_catalog.vectors.configure(storage, int8_min_rows):
-                self.reload_catalogs()
+                self._reload_mirrors()
 
     def get_learning(self, learning_id: str) -> Learning:
         """KuzuGraphStore.get_learning after catching up with other processes' writes. Inside a
@@ -135,6 +166,41 @@ class BoltOverrides(BoltBase):
             self.note_changes([f"D:{i}" for i in dict.fromkeys(learning_ids)])
             return cast(dict[str, int], super().forget_learnings(learning_ids))  # type: ignore[misc]
 
+    def event_layout(self, user_id: str) -> Any:
+        """SearchStore.event_layout, with events of one session and one timestamp (a batch, such as
+        a conversation imported at once) in the order this process catalogued them instead of
+        Kùzu's insertion offset, which a Bolt engine does not have (its row ids are spread over
+        several buckets): the order they were written in, for the process that wrote them."""
+        from graphmem.store.search import EventLayout
+
+        rows_map = self.event_catalog.vectors.rows
+        key = ("layout", user_id, len(self.event_catalog), id(rows_map))
+        cache = self._search_cache()  # type: ignore[attr-defined]
+        layout = cache.get(key)
+        if layout is not None:
+            return layout
+        for k in [k for k in cache if k[0] == "layout" and k[1] == user_id]:
+            del cache[k]
+        found = self.read(
+            "MATCH (e:Event) WHERE e.user_id = $user RETURN e.id AS id, e.session_id AS sid, "
+            "e.created_at AS ts, e.content AS content, e.role AS role, e.entities AS ents",
+            {"user": user_id},
+        )
+        found = [r for r in found if str(r["id"]) in rows_map]  # committed and catalogued
+        found.sort(key=lambda r: (r["sid"] or "", r["ts"], rows_map[str(r["id"])]))
+        layout = EventLayout(
+            order=[str(r["id"]) for r in found],
+            session=[str(r["sid"] or "") for r in found],
+            content=[str(r["content"] or "") for r in found],
+        )
+        layout.created = [r["ts"] for r in found]
+        layout.role = [str(r["role"] or "") for r in found]
+        layout.linked = [list(r["ents"] or []) for r in found]
+        layout.position = {ident: i for i, ident in enumerate(layout.order)}
+        layout.rows = np.asarray([rows_map[i] for i in layout.order], dtype=np.int64)
+        cache[key] = layout
+        return layout
+
     def fulltext_learnings(self, normalised_query: str, k: int) -> list[tuple[str, float]]:
         """Not on Bolt: ranking uses the in-memory BM25 mirror; Kùzu's FTS index has no portable form."""
         raise StoreError("the database's own full-text index is not used on a Bolt store; "
@@ -143,7 +209,6 @@ class BoltOverrides(BoltBase):
     def bulk_insert_learnings(self, learnings: Sequence[Learning], embeddings: Any) -> None:
         """Many new learnings with their anchor edges: UNWIND batches in one transaction instead
         of Kùzu's COPY. The learnings must not exist yet; the mirrors are reloaded afterwards."""
-        import numpy as np
 
         from graphmem.errors import InvalidInputError
         from graphmem.models import utcnow
@@ -182,7 +247,7 @@ class BoltOverrides(BoltBase):
                 for i in range(0, len(edges), step):
                     self.write(f"UNWIND $rows AS r MATCH (l:Learning {{id: r.id}}), (x:{label} {{name: r.name}}) "
                                f"CREATE (l)-[:{rel}]->(x)", {"rows": edges[i:i + step]})
-        self.reload_catalogs()
+        self._reload_mirrors()
 
     def bulk_insert_related(self, pairs: Sequence[tuple[str, str, str, str, int]], user_id: str | None = None) -> None:
         """RELATED edges in bulk: UNWIND batches instead of Kùzu's COPY."""
@@ -242,7 +307,7 @@ def open_bolt_store(
                                database=database)
     try:
         store.learning_catalog.vectors.configure(vector_storage, vector_int8_min_rows)
-        store.reload_catalogs()
+        store._reload_mirrors()
     except BaseException:
         store.close()
         raise
