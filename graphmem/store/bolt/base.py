@@ -32,6 +32,7 @@ from graphmem.inputs import check_db_params
 from graphmem.store import migrations
 from graphmem.store.bolt import dialect
 from graphmem.store.bolt import schema as bolt_schema
+from graphmem.store.bolt.changes import GEN_SHARDS, changes_of
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.kuzu_store import KuzuBase
 from graphmem.store.locks import ReadWriteLock
@@ -42,7 +43,6 @@ BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 _WRITE_CLAUSES = frozenset({"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "FOREACH"})
 #: the shared write counter is the sum of GEN_SHARDS counter nodes; each store moves the one it
 #: picked at random, so two servers' commits rarely conflict on the counter itself
-GEN_SHARDS = 16
 GEN_KEYS = [f"generation:{k}" for k in range(GEN_SHARDS)]
 _GEN_READ = "MATCH (m:Meta) WHERE m.key IN $keys RETURN m.key AS key, m.n AS n, m.floor AS floor"
 _GEN_BUMP = "MERGE (m:Meta {key: $gen_key}) SET m.n = coalesce(m.n, 0) + 1 RETURN m.n AS n"
@@ -580,8 +580,6 @@ class BoltBase(KuzuBase):
     def on_commit(self, fn: Callable[[], None]) -> None:
         """KuzuBase.on_commit, noting what ``fn`` will change in the mirrors in the open
         transaction's change record (other processes read it to refresh only that)."""
-        from graphmem.store.bolt.changes import changes_of
-
         changes = changes_of(self, fn)
         if changes and self.in_transaction():
             self._main.note(changes)

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+#: the shared write counter is the sum of GEN_SHARDS counter nodes (graphmem.store.bolt.base)
+GEN_SHARDS = 16
 #: a reader further behind than this many transactions rebuilds its mirrors in full instead
 MAX_CHANGES = 4096
 
@@ -81,8 +83,6 @@ def changes_of(store: Any, fn: Callable[[], None]) -> list[str]:
 
 def catch_up(store: Any) -> None:
     """Bring the store's mirrors up to the database's write counter (see the module docstring)."""
-    from graphmem.store.bolt.base import GEN_SHARDS
-
     with store._lock.exclusive():
         counters = store.counters()
         if not store._behind(counters):
@@ -162,4 +162,4 @@ def apply(store: Any, entries: list[str]) -> None:
             texts.pop(sid, None)
 
 
-__all__ = ["MAX_CHANGES", "apply", "catch_up", "changes_of"]
+__all__ = ["GEN_SHARDS", "MAX_CHANGES", "apply", "catch_up", "changes_of"]
