@@ -21,6 +21,12 @@ processes on one ArcadeDB database, against the same clients on one server over 
 one server over ArcadeDB (same run, same machine). Counted: acknowledged adds/s, errors, that
 acknowledged learnings are readable through another server afterwards, and the CPU seconds of the servers and of the ArcadeDB process. Results go to
 benchmarks/results/local/bolt_throughput.json.
+
+    python -m benchmarks.bolt --locomo [--conversations 5-9] [--embed-cache FILE.npz]
+
+LoCoMo evidence recall (benchmarks/locomo.py's ingest, questions and metric, its default ranking)
+on an in-memory Kùzu database and on an ArcadeDB database per conversation, in one run. Results
+go to benchmarks/results/local/bolt_locomo.json.
 """
 
 from __future__ import annotations
@@ -353,6 +359,70 @@ def main_learnings(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [out]
 
 
+def main_locomo(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """LoCoMo evidence recall (benchmarks/locomo.py's ingest, question and metric; its default
+    "full" ranking only) on an in-memory Kùzu database and on an ArcadeDB database, per
+    conversation, in one run: R@5/10/25 on each store, and the share of questions whose top 25
+    event ids were the same."""
+    from benchmarks import locomo as lm
+    from graphmem import Memory
+    from graphmem.embed import SentenceTransformerEmbedder
+    from graphmem.llm import OfflineLLM
+    from graphmem.store.bolt.testing import ArcadeServer
+
+    data_dir = Path(args.locomo_data) if args.locomo_data else lm.DEFAULT_DATA
+    data = json.loads((data_dir / "locomo10.json").read_text())
+    audit = lm.load_audit(data_dir / "locomo_audit_errors.json")
+    chosen = lm.parse_indices(args.conversations) or list(range(len(data)))
+    embedder = lm.CachingEmbedder(SentenceTransformerEmbedder(), Path(args.embed_cache) if args.embed_cache else None)
+    rows: dict[str, dict[str, list[Any]]] = {s: {"original": [], "audited": []} for s in ("kuzu", "bolt")}
+    same = total = 0
+    timing: dict[str, float] = {"kuzu_ingest_s": 0.0, "bolt_ingest_s": 0.0, "kuzu_search_s": 0.0, "bolt_search_s": 0.0,
+                                "kuzu_search_cpu_s": 0.0, "bolt_search_cpu_s": 0.0}
+    t_all, cpu_all = time.perf_counter(), time.process_time()
+    with ArcadeServer(start_timeout=600) as srv:
+        for ci in chosen:
+            sample = data[ci]
+            items = lm.turn_items(sample, captions=True)
+            embedder.remember([str(i["content"]) for i in items])
+            questions = [(qi, qa) for qi, qa in enumerate(sample["qa"]) if qa.get("question")]
+            embedder.remember([str(qa["question"]) for _, qa in questions])
+            ranked: dict[str, list[list[str]]] = {}
+            for name in ("kuzu", "bolt"):
+                db = None if name == "kuzu" else srv.create_database(f"locomo{ci}")
+                user = str(sample.get("sample_id", ci))
+                t = time.perf_counter()
+                mem = Memory(db, user=user, embedder=embedder, llm=OfflineLLM(), bolt_auth=srv.auth if db else None)
+                mem.record_events(items)
+                timing[f"{name}_ingest_s"] += time.perf_counter() - t
+                t, cpu = time.perf_counter(), time.process_time()
+                ranked[name] = [[str(h.node.metadata.get("dia_id")) for h in  # type: ignore[union-attr]
+                                 mem.search(str(qa["question"]), over="events", k=max(lm.KS))] for _, qa in questions]
+                timing[f"{name}_search_s"] += time.perf_counter() - t
+                timing[f"{name}_search_cpu_s"] += time.process_time() - cpu
+                mem.close()
+                for (qi, qa), got in zip(questions, ranked[name]):
+                    cat = int(qa.get("category", 0))
+                    for variant, gold in (("original", lm.parse_evidence(qa.get("evidence", []))),
+                                          ("audited", audit.get((ci, qi), lm.parse_evidence(qa.get("evidence", []))))):
+                        if gold:
+                            rows[name][variant].append((cat, {k: lm.recall(got, gold, k) for k in lm.KS}, ci))
+            same += sum(a == b for a, b in zip(ranked["kuzu"], ranked["bolt"]))
+            total += len(questions)
+            print(f"conversation {ci}: {len(items)} turns, {len(questions)} questions, "
+                  f"same top-25 {same}/{total} so far", flush=True)
+    embedder.save()
+    out = {"conversations": chosen, "questions": total, "same_top25_share": round(same / max(1, total), 3),
+           "kuzu": {v: lm.aggregate(r) for v, r in rows["kuzu"].items()},
+           "bolt": {v: lm.aggregate(r) for v, r in rows["bolt"].items()},
+           "timing": {k: round(v, 1) for k, v in timing.items()},
+           "wall_s": round(time.perf_counter() - t_all, 1), "cpu_s": round(time.process_time() - cpu_all, 1)}
+    print(json.dumps({k: v for k, v in out.items()}, indent=1))
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "bolt_locomo.json").write_text(json.dumps(out, indent=1))
+    return [out]
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learnings", action="store_true",
@@ -360,6 +430,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--embedder", choices=["minilm", "hash"], default="minilm", help="--learnings: the embedder")
     parser.add_argument("--variants", default="hybrid", help="--learnings: semicolon-separated variants of benchmarks.learnings")
     parser.add_argument("--throughput", action="store_true", help="measure write throughput through servers instead")
+    parser.add_argument("--locomo", action="store_true",
+                        help="run LoCoMo evidence recall on Kùzu and on ArcadeDB instead (MiniLM)")
+    parser.add_argument("--conversations", default=None, help="--locomo: conversation indices, e.g. 5-9 (default all)")
+    parser.add_argument("--locomo-data", default=None, help="--locomo: the folder of locomo10.json")
+    parser.add_argument("--embed-cache", default=None, help="--locomo: an .npz of MiniLM embeddings kept across runs")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--servers", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=20.0)
@@ -378,6 +453,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         return main_throughput(args)
     if args.learnings:
         return main_learnings(args)
+    if args.locomo:
+        return main_locomo(args)
 
     from graphmem import HashEmbedder, Memory, Settings
     from graphmem.llm import OfflineLLM

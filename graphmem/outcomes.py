@@ -143,7 +143,26 @@ def record_outcome(
 
     Raises NotFoundError for an unknown context (or another user's), InvalidInputError for bad
     arguments or when the context already has an outcome (an implicit one can be replaced once).
+    On a store shared by several processes, work refused for a conflict with another process's
+    commit runs again on the current data (``store.rerun_on_conflict``).
     """
+    return deps.store.rerun_on_conflict(lambda: _record_outcome(  # type: ignore[no-any-return]
+        deps, context_id, success=success, rating=rating, reasons=reasons, implicit=implicit, used=used,
+        helpful=helpful, harmful=harmful))
+
+
+def _record_outcome(
+    deps: Deps,
+    context_id: str,
+    *,
+    success: bool | None = None,
+    rating: str | None = None,
+    reasons: object = (),
+    implicit: bool = False,
+    used: object = None,
+    helpful: object = (),
+    harmful: object = (),
+) -> OutcomeReport:
     context_id = require_id("context_id", context_id)
     if success is not None and not isinstance(success, bool):
         raise InvalidInputError(f"success must be True, False or None, got {success!r}")

@@ -85,7 +85,7 @@ def test_two_stores_set_up_one_empty_database_at_once(bolt_url: str, arcade: Arc
     try:
         assert not errors, errors
         meta = stores[0].read("MATCH (m:Meta) WHERE NOT m.key STARTS WITH 'generation' RETURN m.key AS k")
-        assert sorted(r["k"] for r in meta) == ["dim", "embedder", "schema_version"]
+        assert sorted(r["k"] for r in meta) == ["changelog", "dim", "embedder", "schema_version"]
     finally:
         for s in stores:
             s.close()

@@ -304,6 +304,11 @@ class KuzuBase:
             with suppress(Exception):
                 reload()
 
+    def rerun_on_conflict(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` (work that opens its own write transaction). One process owns a Kùzu file,
+        so nothing conflicts with it: once. (A Bolt store runs it again after a conflict.)"""
+        return fn()
+
     def on_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` once the current write transaction commits (now, if there is none).
 

@@ -12,11 +12,11 @@ full-text indexes differ per engine (and ArcadeDB's Bolt endpoint exposes neithe
 procedures), and the mirrors keep ranking identical to Kùzu's. Several processes may write one
 database, so every write transaction increments one of 16 counter nodes
 ``(:Meta {key: 'generation:K'}).n`` (a store picks its K at random) in the same transaction, and the
-write counter is their sum; a store compares it with the value its mirrors were built at before ranking and
-before reads outside a transaction, and reloads the mirrors when another process moved it. The
-check is one round trip; ``store.freshness_seconds`` (default 0) spaces the checks out. The reload
-is a full one (every learning's row and vector) — fine for thousands of learnings per database,
-not for a busy multi-writer database with 100k (then per-write deltas would be needed).
+write counter is their sum; a transaction that changed what the mirrors hold also writes a change
+record naming the rows it changed (:mod:`.changes`). Before ranking and before reads outside a
+transaction a store reads the counters (one round trip; ``store.freshness_seconds``, default 0,
+spaces the checks out) and, when another process moved them, re-reads only the rows the change
+records name (a full reload when the records were pruned or a change is not row by row).
 
 ArcadeDB dialect notes (ArcadeDB 26.10.2 over Bolt, neo4j driver 6.4; probed by
 ``benchmarks/bolt_probe.py``):

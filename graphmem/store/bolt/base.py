@@ -9,9 +9,10 @@ transaction, and each statement is translated from Kùzu's dialect (:mod:`.diale
 
 Several processes may share one Bolt database, so the in-memory mirrors (vectors, filter columns,
 lexical statistics) may go stale: every write transaction also increments a counter node
-(the sum of ``(:Meta {key: 'generation:K'}).n`` over a few shards K), and before ranking (``snapshot()``) and before a read that
-is not inside a snapshot or transaction, the store compares the counter with the value its mirrors
-were built at, and rebuilds them when another process moved it (see the package docstring).
+(the sum of ``(:Meta {key: 'generation:K'}).n`` over a few shards K) and, when it changed what the
+mirrors hold, writes a change record; before ranking (``snapshot()``) and before a read that is not
+inside a snapshot or transaction, the store compares the counters with the values its mirrors
+include and applies the other processes' change records (:mod:`.changes`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from graphmem.inputs import check_db_params
 from graphmem.store import migrations
 from graphmem.store.bolt import dialect
 from graphmem.store.bolt import schema as bolt_schema
+from graphmem.store.bolt.changes import GEN_SHARDS, changes_of
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.kuzu_store import KuzuBase
 from graphmem.store.locks import ReadWriteLock
@@ -41,11 +43,18 @@ BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 _WRITE_CLAUSES = frozenset({"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "FOREACH"})
 #: the shared write counter is the sum of GEN_SHARDS counter nodes; each store moves the one it
 #: picked at random, so two servers' commits rarely conflict on the counter itself
-GEN_SHARDS = 16
-_GEN_READ = "MATCH (m:Meta) WHERE m.key STARTS WITH 'generation' RETURN sum(m.n) AS n"
-_GEN_BUMP = ("MERGE (m:Meta {key: $gen_key}) SET m.n = coalesce(m.n, 0) + 1 "
-             "WITH m MATCH (x:Meta) WHERE x.key STARTS WITH 'generation' RETURN sum(x.n) AS n")
+GEN_KEYS = [f"generation:{k}" for k in range(GEN_SHARDS)]
+_GEN_READ = "MATCH (m:Meta) WHERE m.key IN $keys RETURN m.key AS key, m.n AS n, m.floor AS floor"
+_GEN_BUMP = "MERGE (m:Meta {key: $gen_key}) SET m.n = coalesce(m.n, 0) + 1 RETURN m.n AS n"
 _NOT_GEN = "NOT m.key STARTS WITH 'generation'"
+#: a write transaction that changed what the mirrors hold also writes one change record
+#: ``(:ChangeLog {key: 'K:N', ids: ['L:<learning id>', ...]})`` for its shard K and counter value N
+#: (see :mod:`.changes`); each shard keeps its last CHANGE_KEEP records
+_CHANGE_WRITE = "CREATE (c:ChangeLog {key: $key, ids: $ids})"
+_CHANGE_PRUNE = ("UNWIND $keys AS k MATCH (c:ChangeLog {key: k}) DELETE c "
+                 "WITH count(*) AS gone MATCH (m:Meta {key: $gen_key}) SET m.floor = $floor RETURN gone")
+CHANGE_KEEP = 4096
+_PRUNE_EVERY = 64
 
 
 def is_bolt_url(value: object) -> bool:
@@ -61,7 +70,24 @@ def split_url(url: str) -> tuple[str, str | None]:
 
 
 class BoltQueryError(RuntimeError):
-    """A driver or server error, as a RuntimeError so KuzuBase's handlers wrap it in StoreError."""
+    """A driver or server error, as a RuntimeError so KuzuBase's handlers wrap it in StoreError.
+    ``conflict``: the engine refused it for another transaction's change (and the replay of the
+    transaction's statements did not hold), so running the caller's work again may succeed."""
+
+    def __init__(self, message: str, *, conflict: bool = False) -> None:
+        super().__init__(message)
+        self.conflict = conflict
+
+
+def is_conflict(e: BaseException | None) -> bool:
+    """True when ``e`` (or an exception it was raised from) is a write conflict with another
+    process's transaction (see :meth:`BoltBase.rerun_on_conflict`)."""
+    seen = 0
+    while e is not None and seen < 10:
+        if isinstance(e, BoltQueryError) and e.conflict:
+            return True
+        e, seen = e.__cause__, seen + 1
+    return False
 
 
 class _Rows:
@@ -144,6 +170,8 @@ class ConflictRetry:
     def __init__(self, attempts: int = 8, base_delay: float = 0.01, max_delay: float = 0.5) -> None:
         self.attempts, self.base_delay, self.max_delay = attempts, base_delay, max_delay
         self.retried = 0  # transactions replayed
+        self.reran = 0  # callers' work run again (BoltBase.rerun_on_conflict)
+        self.reruns = 10  # at most this many runs of the caller's work
         self.gave_up = 0  # replays abandoned (a statement saw other rows)
 
     def retryable(self, e: Exception, log: list[tuple[str, dict[str, Any], list[dict[str, Any]]]], cypher: str) -> bool:
@@ -166,7 +194,7 @@ class BoltConnection:
     """One driver session: auto-commit statements, or one explicit transaction at a time."""
 
     def __init__(self, db: _Driver, schema: bolt_schema.Schema, types: Mapping[str, str],
-                 on_commit_generation: Callable[[int], None] | None = None,
+                 on_commit_generation: Callable[[int, int], None] | None = None,
                  gen_lock: threading.Lock | None = None, retry: ConflictRetry | None = None) -> None:
         self._db = db
         self._schema = schema
@@ -178,8 +206,18 @@ class BoltConnection:
         self.retry = retry or ConflictRetry()
         import random
 
-        self.gen_key = f"generation:{random.randrange(GEN_SHARDS)}"  # this connection's counter shard
+        self.shard = random.randrange(GEN_SHARDS)
+        self.gen_key = GEN_KEYS[self.shard]  # this connection's counter shard
         self._log: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []  # the open transaction's statements
+        self.changes: list[str] = []  # what the open transaction changed in the mirrors ('L:id', ...)
+        self.bases: dict[str, Any] = {}  # learnings as the open transaction read them (delta writes)
+        self.change_keep = CHANGE_KEEP
+
+    def note(self, changes: list[str]) -> None:
+        """Record mirror changes of the open transaction (written with its commit)."""
+        for c in changes:
+            if c not in self.changes:
+                self.changes.append(c)
 
     def _sess(self) -> Any:
         if self._session is None:
@@ -194,14 +232,14 @@ class BoltConnection:
         try:
             if word.startswith("BEGIN TRANSACTION"):
                 self._tx = self._sess().begin_transaction()
-                self._log = []
+                self._log, self.changes, self.bases = [], [], {}
                 return empty
             if word == "COMMIT":
                 if self._tx is not None:
                     self._commit()
                 return empty
             if word == "ROLLBACK":
-                tx, self._tx, self._log = self._tx, None, []
+                tx, self._tx, self._log, self.changes, self.bases = self._tx, None, [], [], {}
                 if tx is not None:
                     with suppress(Exception):
                         tx.rollback()
@@ -209,7 +247,7 @@ class BoltConnection:
             if word == "CHECKPOINT":
                 return empty
         except Exception as e:
-            raise BoltQueryError(f"{type(e).__name__}: {_message(e)}") from e
+            raise BoltQueryError(f"{type(e).__name__}: {_message(e)}", conflict=_transient(e)) from e
         catalog = bolt_schema.catalog_rows(self._schema, cypher)
         if catalog is not None:
             return _Rows(list(catalog[0]) if catalog else [], catalog, self._types)
@@ -228,8 +266,9 @@ class BoltConnection:
                     attempt += 1
                     if self._replay(attempt):  # the transaction so far again, then this statement
                         continue
+                conflict = self._tx is not None and self.retry.retryable(e, self._log, cypher)
                 self._reset_after_error()
-                raise BoltQueryError(f"{type(e).__name__}: {_message(e)}") from e
+                raise BoltQueryError(f"{type(e).__name__}: {_message(e)}", conflict=conflict) from e
         if self._tx is not None:
             self._log.append((cypher, params, rows))
         if not keys:  # ArcadeDB sends no column names for a label that has no node yet
@@ -243,26 +282,34 @@ class BoltConnection:
         return keys, [{k: dialect.from_wire(rec[k]) for k in keys} for rec in result]
 
     def _commit(self) -> None:
-        """Bump the shared write counter and commit; when the engine refuses the commit because
-        another transaction changed the same records (a transient conflict), replay this
-        transaction's statements in a new one and commit again (bounded, with backoff)."""
+        """Bump the shared write counter, write the change record, and commit; when the engine
+        refuses the commit because another transaction changed the same records (a transient
+        conflict), replay this transaction's statements in a new one and commit again (bounded,
+        with backoff)."""
         attempt = 0
         while True:
             tx = self._tx
             try:
                 with self._gen_lock:  # a freshness check waits for the counter of our own commit
-                    gen = tx.run(_GEN_BUMP, {"gen_key": self.gen_key}).single()
+                    row = tx.run(_GEN_BUMP, {"gen_key": self.gen_key}).single()
+                    n = int(row["n"]) if row is not None else 0
+                    if self.changes:
+                        tx.run(_CHANGE_WRITE, {"key": f"{self.shard}:{n}", "ids": list(self.changes)}).consume()
+                    if n % _PRUNE_EVERY == 0 and n > self.change_keep:
+                        floor = n - self.change_keep
+                        keys = [f"{self.shard}:{i}" for i in range(max(1, floor - _PRUNE_EVERY * 4), floor + 1)]
+                        tx.run(_CHANGE_PRUNE, {"keys": keys, "gen_key": self.gen_key, "floor": floor}).consume()
                     tx.commit()
-                    self._tx, self._log = None, []
-                    if self._on_gen is not None and gen is not None:
-                        self._on_gen(int(gen["n"]))
+                    self._tx, self._log, self.changes, self.bases = None, [], [], {}
+                    if self._on_gen is not None:
+                        self._on_gen(self.shard, n)
                 return
             except Exception as e:
                 if self.retry.retryable(e, self._log, "") and attempt < self.retry.attempts:
                     attempt += 1
                     if self._replay(attempt):
                         continue
-                self._tx, self._log = None, []
+                self._tx, self._log, self.changes, self.bases = None, [], [], {}
                 with suppress(Exception):
                     tx.rollback()
                 raise
@@ -313,6 +360,12 @@ class BoltConnection:
             with suppress(Exception):
                 self._session.close()
             self._session = None
+
+
+def _transient(e: Exception) -> bool:
+    import neo4j.exceptions as nx
+
+    return isinstance(e, nx.TransientError)
 
 
 def _aliases(cypher: str) -> list[str]:
@@ -377,7 +430,10 @@ class BoltBase(KuzuBase):
         self.event_catalog = EventCatalog(dim)
         self.bolt_schema = bolt_schema.load(dim)
         self._types = _column_types(self.bolt_schema)
-        self.db_generation = -1  # the counter value the mirrors were built at
+        self.db_generation = -1  # the counter value (sum over the shards) the mirrors were built at
+        self.seen: dict[int, int] = {}  # per counter shard: the value the mirrors include
+        self.refreshes = {"full": 0, "changes": 0, "rows": 0}  # mirror refreshes (and rows re-read by the incremental ones)
+        self.max_changes = 4096  # a reader further behind (in transactions) rebuilds its mirrors in full
         self.freshness_seconds = 0.0  # check the counter at most this often (0: before every top-level read)
         self._checked_at = 0.0
         self._reloading = False
@@ -419,7 +475,7 @@ class BoltBase(KuzuBase):
             if not meta:
                 raise StoreError(f"{self.url} holds no graphmem memory; open it once without read_only=True")
             return version
-        if meta and version == self.bolt_schema.version:
+        if meta and version == self.bolt_schema.version and meta.get("changelog") == "1":
             return version  # constraints were made with the bookkeeping (3 s on ArcadeDB: not on every open)
         with self._lock.exclusive():
             for stmt in bolt_schema.ddl(self.bolt_schema):
@@ -435,11 +491,11 @@ class BoltBase(KuzuBase):
                         self.conflict_retry.wait(attempt + 3)
             if meta and version < self.bolt_schema.version:
                 self._migrate(conn, version)
-            if not meta or version < self.bolt_schema.version:
+            if not meta or version < self.bolt_schema.version or meta.get("changelog") != "1":
                 conn.execute("BEGIN TRANSACTION")
-                try:
+                try:  # changelog: the change log's constraint exists (databases set up before it get it here)
                     for key, value in (("embedder", self.embedder_name), ("dim", str(self.dim)),
-                                       ("schema_version", str(self.bolt_schema.version))):
+                                       ("schema_version", str(self.bolt_schema.version)), ("changelog", "1")):
                         conn.execute("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
                     conn.execute("COMMIT")
                 except BaseException:
@@ -464,19 +520,38 @@ class BoltBase(KuzuBase):
                 conn.execute("ROLLBACK")
                 raise
 
-    def _committed_generation(self, n: int) -> None:
-        """After our own commit: the mirrors are current if nobody else committed in between."""
-        if n == self.db_generation + 1:
-            self.db_generation = n
+    def _committed_generation(self, shard: int, n: int) -> None:
+        """After our own commit: the mirrors are current for that shard if nobody else moved it
+        in between (else the next check reads the others' change records)."""
+        if self.seen.get(shard, 0) == n - 1:
+            self.seen[shard] = n
+            self.db_generation = sum(self.seen.values())
 
     # --- freshness of the mirrors across processes ------------------------------------------
+    def counters(self) -> dict[int, tuple[int, int]]:
+        """Per counter shard: (the write counter, the oldest change record kept)."""
+        rows = self._conn().execute(_GEN_READ, {"keys": GEN_KEYS})
+        out: dict[int, tuple[int, int]] = {}
+        for r in rows:
+            out[int(str(r["key"]).rsplit(":", 1)[1])] = (int(r["n"] or 0), int(r["floor"] or 0))
+        return out
+
     def database_generation(self) -> int:
         """The shared write counter (0 on a database nobody wrote to yet)."""
-        rows = list(self._conn().execute(_GEN_READ))
-        return int(rows[0]["n"]) if rows and rows[0]["n"] is not None else 0
+        return sum(n for n, _ in self.counters().values())
+
+    def set_seen(self, counters: dict[int, tuple[int, int]]) -> None:
+        """The mirrors now include every change up to these counters."""
+        self.seen = {k: n for k, (n, _) in counters.items()}
+        self.db_generation = sum(self.seen.values())
+
+    def _behind(self, counters: dict[int, tuple[int, int]]) -> bool:
+        return any(n != self.seen.get(k, 0) for k, (n, _) in counters.items())
 
     def ensure_fresh(self, *, force: bool = False) -> bool:
-        """Rebuild the mirrors when another process wrote since they were built; True if it did."""
+        """Catch up with other processes' writes when the write counter moved: apply their change
+        records (re-read only the rows they name), or rebuild the mirrors in full when the
+        records needed were pruned or a change cannot be applied row by row. True if it did."""
         if self._closed or self._reloading or self._lock.owned_shared() or self.in_transaction():
             return False
         now = time.monotonic()
@@ -484,23 +559,64 @@ class BoltBase(KuzuBase):
             return False
         self._checked_at = now
         try:
-            current = self.database_generation()
-            if current != self.db_generation:  # maybe our own commit, its counter not yet recorded:
+            counters = self.counters()
+            if self._behind(counters):  # maybe our own commit, its counter not yet recorded:
                 with self._gen_lock:  # wait for the commit in flight, then look again
-                    current = self.database_generation()
+                    counters = self.counters()
         except BoltQueryError as e:
             raise StoreError(f"query failed: {e}") from e
-        if current == self.db_generation:
+        if not self._behind(counters):
             return False
-        reload = getattr(self, "reload_catalogs", None)
-        if reload is None:
+        catch_up = getattr(self, "catch_up", None)
+        if catch_up is None:
             return False
         self._reloading = True
         try:
-            reload()  # records the counter it loaded at (BoltGraphStore.reload_catalogs)
+            catch_up()  # under the exclusive lock; records the counters it caught up to
         finally:
             self._reloading = False
         return True
+
+    def on_commit(self, fn: Callable[[], None]) -> None:
+        """KuzuBase.on_commit, noting what ``fn`` will change in the mirrors in the open
+        transaction's change record (other processes read it to refresh only that)."""
+        changes = changes_of(self, fn)
+        if changes and self.in_transaction():
+            self._main.note(changes)
+        elif changes and not self.read_only:  # the write committed already: its own record
+            with self.transaction():
+                self._main.note(changes)
+        super().on_commit(fn)
+
+    def note_changes(self, changes: list[str]) -> None:
+        """Record mirror changes in the open write transaction's change record."""
+        if self.in_transaction():
+            self._main.note(changes)
+
+    def _resync_mirrors(self) -> None:
+        """After a failed commit: catch up from the change records (our own hooks did not run;
+        if the commit did reach the server, its record says what it changed)."""
+        with suppress(Exception):
+            self.ensure_fresh(force=True)
+
+    def rerun_on_conflict(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` (work that opens its own write transaction); when the server refused that
+        transaction for a conflict with another process's and replaying its statements did not
+        hold (they read other rows the second time), run ``fn`` again from the start, so it
+        re-reads and decides on the current data. Inside a transaction, ``fn`` runs once (the
+        outermost caller's transaction is the unit that can be run again)."""
+        if self.in_transaction():
+            return fn()
+        attempts = self.conflict_retry.reruns
+        for attempt in range(1, attempts + 1):
+            try:
+                return fn()
+            except StoreError as e:
+                if attempt == attempts or not is_conflict(e):
+                    raise
+                self.conflict_retry.reran += 1
+                self.conflict_retry.wait(attempt + 2)
+        raise AssertionError("unreachable")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -609,6 +725,7 @@ class BoltBase(KuzuBase):
         meta = f"MATCH (m:Meta) WHERE {_NOT_GEN} RETURN m.key AS k, m.value AS v ORDER BY k"
         try:
             with self.transaction():
+                self._main.note(["*"])  # other processes rebuild their mirrors in full
                 before = self._main._query(meta, {})
                 rows = list(self._main._query(query, dialect.to_wire(dict(params or {}))))
                 if not force and list(self._main._query(meta, {})) != list(before):
@@ -628,7 +745,7 @@ class BoltBase(KuzuBase):
         out: dict[str, int] = {}
         for label in self.bolt_schema.nodes:
             out[label] = int(self.read(f"MATCH (n:{label}) RETURN count(n) AS n")[0]["n"])
-        out["Meta"] = int(self.read(f"MATCH (m:Meta) WHERE {_NOT_GEN} RETURN count(m) AS n")[0]["n"])  # not the counters
+        out["Meta"] = int(self.read(f"MATCH (m:Meta) WHERE {_NOT_GEN} AND m.key <> 'changelog' RETURN count(m) AS n")[0]["n"])  # not the counters nor the change log's marker, as on Kùzu
         for rel in self.bolt_schema.rels:
             out[rel] = int(self.read(f"MATCH ()-[r:{rel}]->() RETURN count(r) AS n")[0]["n"])
         return out

@@ -111,6 +111,8 @@ def ddl(schema: Schema) -> list[str]:
         for label, pk in schema.pks.items()
     ]
     out += [f"CREATE INDEX gm_{label.lower()}_{prop} IF NOT EXISTS FOR (n:{label}) ON (n.{prop})" for label, prop in EXTRA_INDEXES]
+    # the change log other processes read by key (graphmem.store.bolt.changes); Bolt only, no Kùzu table
+    out.append("CREATE CONSTRAINT gm_changelog_key IF NOT EXISTS FOR (n:ChangeLog) REQUIRE n.key IS UNIQUE")
     return out
 
 

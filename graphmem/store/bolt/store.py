@@ -7,12 +7,49 @@ overridden in :class:`BoltOverrides` (first in the MRO).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, cast
 
-from graphmem.errors import StoreError
+import numpy as np
+
+from graphmem.errors import NotFoundError, StoreError
 from graphmem.models import Learning
 from graphmem.store.bolt.base import BoltBase
+
+#: counters written as differences, and the two scores (clamped to [0, 1]) likewise
+_COUNTERS = ("helpful", "harmful", "validations", "contradictions", "times_applied")
+_SCORES = ("score", "confidence")
+_DELTA = _COUNTERS + _SCORES
+_DELTA_RETURN = ", ".join(f"l.{p} AS {p}" for p in _DELTA)
+
+
+def delta_sets(base: Learning | None, learning: Learning, embedding: Any) -> tuple[str, dict[str, Any]]:
+    """The SET clause and parameters that write ``learning`` over ``base`` (see save_learning)."""
+    from graphmem.store.learnings import LEARNING_PROPS, learning_params
+
+    params = learning_params(learning)
+    old = learning_params(base) if base is not None else None
+    sets: list[str] = []
+    for p in (*LEARNING_PROPS, "content_key", "search_text"):
+        if p == "id" or (old is not None and old[p] == params[p]):
+            continue
+        if old is not None and p in _COUNTERS:
+            params[f"d_{p}"] = int(params[p]) - int(old[p] or 0)
+            sets.append(f"l.{p} = CASE WHEN coalesce(l.{p}, 0) + $d_{p} < 0 THEN 0 ELSE coalesce(l.{p}, 0) + $d_{p} END")
+        elif old is not None and p in _SCORES:  # exactly the value computed when nobody moved it since
+            params[f"b_{p}"], params[f"d_{p}"] = old[p], float(params[p]) - float(old[p] or 0.0)
+            moved = f"coalesce(l.{p}, 0.0) + $d_{p}"
+            sets.append(f"l.{p} = CASE WHEN l.{p} = $b_{p} THEN ${p} WHEN {moved} < 0.0 THEN 0.0 "
+                        f"WHEN {moved} > 1.0 THEN 1.0 ELSE {moved} END")
+        else:
+            sets.append(f"l.{p} = ${p}")
+    if embedding is not None:
+        params["embedding"] = [float(x) for x in embedding]
+        sets.append("l.embedding = $embedding")
+    if not sets:
+        sets.append("l.id = $id")
+    return ", ".join(sets), params
 
 
 class BoltOverrides(BoltBase):
@@ -20,36 +57,149 @@ class BoltOverrides(BoltBase):
 
     def reload_catalogs(self) -> None:
         """Rebuild the in-memory mirrors from the database and remember the write counter they
-        were read at (read first: a write in between only makes the next check reload again)."""
+        were read at (read first: a write in between only makes the next check reload again).
+
+        Called by a writer after writes that bypass the mirrors' hooks (an import, a repair), it
+        first writes a ``*`` change record, so other processes rebuild theirs too; on open, when
+        catching up, and after a forget (whose change record says what went) it does not."""
+        if not getattr(self, "_quiet_reload", False) and not self.read_only and not self._closed:
+            if self.in_transaction():
+                self.note_changes(["*"])
+            else:
+                with self.transaction():
+                    self.note_changes(["*"])
+        self._reload_mirrors()
+
+    @contextmanager
+    def quiet_reload(self) -> Iterator[None]:
+        """Inside the block, :meth:`reload_catalogs` rebuilds this process's mirrors only."""
+        before = getattr(self, "_quiet_reload", False)
+        self._quiet_reload = True
+        try:
+            yield
+        finally:
+            self._quiet_reload = before
+
+    def _after_forget(self) -> None:
+        """ForgetStore._after_forget, whose reload is this process's own (see reload_catalogs)."""
+        with self.quiet_reload():
+            super()._after_forget()  # type: ignore[misc]
+
+    def _reload_mirrors(self) -> None:
         from graphmem.store.kuzu_graph import release_unused_memory
 
         with self._lock.exclusive():
             try:
-                gen = self.database_generation()
+                counters = self.counters()
             except RuntimeError as e:
                 raise StoreError(f"query failed: {e}") from e
             self.forget_cached_learnings()  # type: ignore[attr-defined]
             self.forget_summary_texts()  # type: ignore[attr-defined]
             self.load_learning_catalog()  # type: ignore[attr-defined]
             self.load_event_catalog()  # type: ignore[attr-defined]
-            self.db_generation = gen
+            self.set_seen(counters)
+            self.generation += 1
+            self.refreshes["full"] += 1
         release_unused_memory()
+
+    def catch_up(self) -> None:
+        """Apply other processes' change records to the mirrors (a full reload when they do not
+        suffice); see :mod:`graphmem.store.bolt.changes`."""
+        from graphmem.store.bolt.changes import catch_up
+
+        try:
+            catch_up(self)
+        except RuntimeError as e:
+            raise StoreError(f"query failed: {e}") from e
 
     def configure_vectors(self, storage: str, int8_min_rows: int) -> None:
         """As KuzuGraphStore.configure_vectors."""
         with self._lock.exclusive():
             if not self.learning_catalog.vectors.configure(storage, int8_min_rows):
-                self.reload_catalogs()
+                self._reload_mirrors()
 
     def get_learning(self, learning_id: str) -> Learning:
-        """KuzuGraphStore.get_learning after catching up with other processes' writes."""
+        """KuzuGraphStore.get_learning after catching up with other processes' writes. Inside a
+        write transaction the row is read from the server and remembered as this transaction's
+        base for :meth:`save_learning`'s delta writes."""
         self.ensure_fresh()
-        return cast(Learning, super().get_learning(learning_id))  # type: ignore[misc]
+        learning = cast(Learning, super().get_learning(learning_id))  # type: ignore[misc]
+        if self.in_transaction():
+            self._main.bases.setdefault(learning.id, learning)
+        return learning
 
     def get_learnings(self, ids: Sequence[str]) -> list[Learning]:
         """KuzuGraphStore.get_learnings after catching up with other processes' writes."""
         self.ensure_fresh()
-        return cast(list[Learning], super().get_learnings(ids))  # type: ignore[misc]
+        out = []
+        for ident in ids:
+            try:
+                out.append(self.get_learning(ident))
+            except NotFoundError:
+                continue
+        return out
+
+    def save_learning(self, learning: Learning, embedding: Any = None) -> None:
+        """Write a learning, as KuzuGraphStore.save_learning, but relative to the row this
+        transaction read (:meth:`get_learning`): counters and score/confidence move by the
+        difference (``SET l.helpful = l.helpful + $d``), and only properties that differ from
+        that row are set, so another process's change committed since the read is kept, not
+        overwritten. Without such a row (read outside the transaction), every property is set.
+        The mirrors get the values the server holds after the write."""
+        from functools import partial
+
+        with self.transaction():
+            base = self._main.bases.get(learning.id)
+            sets, params = delta_sets(base, learning, embedding)
+            rows = self.write(f"MATCH (l:Learning {{id: $id}}) SET {sets} RETURN {_DELTA_RETURN}", params)
+            if not rows:
+                raise NotFoundError(f"no learning with id {learning.id!r}")
+            now = {k: rows[0][k] for k in _DELTA if rows[0].get(k) is not None}
+            stored = learning.model_copy(update=now)
+            self._main.bases[learning.id] = stored
+            self.on_commit(partial(self._committed, stored, embedding, params["content_key"]))  # type: ignore[attr-defined]
+
+    def forget_learnings(self, learning_ids: Sequence[str]) -> dict[str, int]:
+        """KuzuGraphStore.forget_learnings, with the deletions in the change record (other
+        processes drop those rows instead of reloading everything)."""
+        with self.transaction():
+            self.note_changes([f"D:{i}" for i in dict.fromkeys(learning_ids)])
+            return cast(dict[str, int], super().forget_learnings(learning_ids))  # type: ignore[misc]
+
+    def event_layout(self, user_id: str) -> Any:
+        """SearchStore.event_layout, with events of one session and one timestamp (a batch, such as
+        a conversation imported at once) in the order this process catalogued them instead of
+        Kùzu's insertion offset, which a Bolt engine does not have (its row ids are spread over
+        several buckets): the order they were written in, for the process that wrote them."""
+        from graphmem.store.search import EventLayout
+
+        rows_map = self.event_catalog.vectors.rows
+        key = ("layout", user_id, len(self.event_catalog), id(rows_map))
+        cache = self._search_cache()  # type: ignore[attr-defined]
+        layout = cache.get(key)
+        if layout is not None:
+            return layout
+        for k in [k for k in cache if k[0] == "layout" and k[1] == user_id]:
+            del cache[k]
+        found = self.read(
+            "MATCH (e:Event) WHERE e.user_id = $user RETURN e.id AS id, e.session_id AS sid, "
+            "e.created_at AS ts, e.content AS content, e.role AS role, e.entities AS ents",
+            {"user": user_id},
+        )
+        found = [r for r in found if str(r["id"]) in rows_map]  # committed and catalogued
+        found.sort(key=lambda r: (r["sid"] or "", r["ts"], rows_map[str(r["id"])]))
+        layout = EventLayout(
+            order=[str(r["id"]) for r in found],
+            session=[str(r["sid"] or "") for r in found],
+            content=[str(r["content"] or "") for r in found],
+        )
+        layout.created = [r["ts"] for r in found]
+        layout.role = [str(r["role"] or "") for r in found]
+        layout.linked = [list(r["ents"] or []) for r in found]
+        layout.position = {ident: i for i, ident in enumerate(layout.order)}
+        layout.rows = np.asarray([rows_map[i] for i in layout.order], dtype=np.int64)
+        cache[key] = layout
+        return layout
 
     def fulltext_learnings(self, normalised_query: str, k: int) -> list[tuple[str, float]]:
         """Not on Bolt: ranking uses the in-memory BM25 mirror; Kùzu's FTS index has no portable form."""
@@ -59,7 +209,6 @@ class BoltOverrides(BoltBase):
     def bulk_insert_learnings(self, learnings: Sequence[Learning], embeddings: Any) -> None:
         """Many new learnings with their anchor edges: UNWIND batches in one transaction instead
         of Kùzu's COPY. The learnings must not exist yet; the mirrors are reloaded afterwards."""
-        import numpy as np
 
         from graphmem.errors import InvalidInputError
         from graphmem.models import utcnow
@@ -88,6 +237,7 @@ class BoltOverrides(BoltBase):
                      "Entity": "x.kind = 'thing', x.created_at = $ts"}
         step = 500
         with self.transaction():
+            self.note_changes(["*"])
             for i in range(0, n, step):
                 self.write("UNWIND $rows AS r CREATE (l:Learning) SET l = r", {"rows": rows[i:i + step]})
             for (rel, label), edges in anchors.items():
@@ -97,7 +247,7 @@ class BoltOverrides(BoltBase):
                 for i in range(0, len(edges), step):
                     self.write(f"UNWIND $rows AS r MATCH (l:Learning {{id: r.id}}), (x:{label} {{name: r.name}}) "
                                f"CREATE (l)-[:{rel}]->(x)", {"rows": edges[i:i + step]})
-        self.reload_catalogs()
+        self._reload_mirrors()
 
     def bulk_insert_related(self, pairs: Sequence[tuple[str, str, str, str, int]], user_id: str | None = None) -> None:
         """RELATED edges in bulk: UNWIND batches instead of Kùzu's COPY."""
@@ -109,6 +259,7 @@ class BoltOverrides(BoltBase):
                 raise InvalidInputError(f"RELATED links Entity and Topic nodes, not {la}/{lb}")
             groups.setdefault((la, lb), []).append({"a": a, "b": b, "w": int(w), "u": user_id})
         with self.transaction():
+            self.note_changes(["*"])
             for (la, lb), rows in groups.items():
                 for i in range(0, len(rows), 2000):
                     self.write(f"UNWIND $rows AS r MATCH (a:{la} {{name: r.a}}), (b:{lb} {{name: r.b}}) "
@@ -156,7 +307,7 @@ def open_bolt_store(
                                database=database)
     try:
         store.learning_catalog.vectors.configure(vector_storage, vector_int8_min_rows)
-        store.reload_catalogs()
+        store._reload_mirrors()
     except BaseException:
         store.close()
         raise
