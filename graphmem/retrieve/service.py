@@ -6,7 +6,6 @@ modules of :mod:`graphmem.retrieve`.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import time
@@ -71,7 +70,7 @@ class RetrievalService:
         ``session_id`` is stored on the Application (session metrics count it).
         Query text beyond ``Settings.max_query_chars`` is ignored (truncated), not an error.
         """
-        with _writer_held(self.deps.store):
+        with self.deps.store.hold_writer():
             return self._context(
                 query, tool=tool, entities=entities, topics=topics, objective_type=objective_type,
                 limit=limit, token_budget=token_budget, session_id=session_id,
@@ -236,7 +235,7 @@ class RetrievalService:
         topic_names = tuple(names("topic", topics))
         if not text and not tool_name and not entity_names and not topic_names:
             raise InvalidInputError("search needs query text, or a tool, entities or topics to anchor on")
-        with _writer_held(self.deps.store):
+        with self.deps.store.hold_writer():
             return self._search(text, k, over, tool_name, entity_names, topic_names)
 
     def _search(
@@ -264,13 +263,6 @@ class RetrievalService:
             Hit(id=s.learning.id, kind="learning", node=s.learning, score=float(s.score), reasons=list(s.reasons))
             for s in scored
         ]
-
-
-def _writer_held(store: object) -> contextlib.AbstractContextManager[None]:
-    """The store's ``hold_writer()`` (the background writer waits while a read is latency-bound:
-    Kùzu holds the GIL while it writes, which stalls the query embedding), if it has one."""
-    hold = getattr(store, "hold_writer", None)
-    return hold() if hold is not None else contextlib.nullcontext()
 
 
 def _real(hits: list[Hit]) -> list[Hit]:

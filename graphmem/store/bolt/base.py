@@ -599,6 +599,12 @@ class BoltBase(KuzuBase):
         with suppress(Exception):
             self.ensure_fresh(force=True)
 
+    @contextmanager
+    def hold_writer(self) -> Iterator[None]:
+        """Nothing to hold: the background writer waits on the server's network round trips, not
+        on the GIL, so it does not stall a context() running beside it (see KuzuBase.hold_writer)."""
+        yield
+
     def rerun_on_conflict(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` (work that opens its own write transaction); when the server refused that
         transaction for a conflict with another process's and replaying its statements did not
