@@ -70,6 +70,12 @@ def loads(text: str | None, default: Any) -> Any:
 class KuzuBase:
     """Connection handling, transactions and raw queries over one Kùzu database."""
 
+    # Kùzu's full-text indexes (store/fulltext.py); class defaults for stores with their own
+    # __init__ (Bolt), which have no such index
+    _fulltext_built = False
+    _fulltext_readers = 0
+    _fulltext_count = threading.Lock()
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None,
@@ -306,7 +312,7 @@ class KuzuBase:
     def ensure_fulltext(self) -> None:
         """Build Kùzu's full-text indexes if they are missing (analysts' ``QUERY_FTS_INDEX``
         and ``show_indexes`` call it first); the next write drops them again."""
-        if self._fulltext_built:
+        if self._fulltext_built or not isinstance(getattr(self, "_conn_main", None), kuzu.Connection):
             return
         if self.read_only:
             raise StoreError(
