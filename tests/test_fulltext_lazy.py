@@ -64,7 +64,7 @@ def test_an_older_file_with_indexes_keeps_answering(tmp_path: Path) -> None:
     path = tmp_path / "m.kuzu"
     with Memory(path, user="u", embedder=HashEmbedder(), llm=OfflineLLM()) as mem:
         mem.add_learning("Send invoices on Fridays")
-        mem.store.ensure_fulltext()
+        mem.store._ensure_fulltext()
     with Memory(path, user="u", embedder=HashEmbedder(), llm=OfflineLLM()) as mem:
         assert len(_indexes(mem)) == 2
         assert mem.cypher(_FTS, scope="all") == [{"c": "Send invoices on Fridays"}]

@@ -303,13 +303,13 @@ class KuzuBase:
         with self._fulltext_count:
             self._fulltext_readers += 1
         try:
-            self.ensure_fulltext()
+            self._ensure_fulltext()
             yield
         finally:
             with self._fulltext_count:
                 self._fulltext_readers -= 1
 
-    def ensure_fulltext(self) -> None:
+    def _ensure_fulltext(self) -> None:
         """Build Kùzu's full-text indexes if they are missing (analysts' ``QUERY_FTS_INDEX``
         and ``show_indexes`` call it first); the next write drops them again."""
         if self._fulltext_built or not isinstance(getattr(self, "_conn_main", None), kuzu.Connection):

@@ -169,8 +169,8 @@ class LearningStore(KuzuBase):
         # tests/test_memory_core.py::test_batch_rows_with_null_strings_can_be_updated).
         props = ", ".join(f"{p}: ${p}" for p in rows[0])
         with self.transaction():
-            if len(items) >= COPY_MIN_ROWS and self.can_copy_nodes():
-                self.copy_rows("Learning", node_table(self.table_columns("Learning"), rows))
+            if len(items) >= COPY_MIN_ROWS and self._can_copy_nodes():
+                self.copy_rows("Learning", node_table(self._table_columns_of("Learning"), rows))
             else:
                 for params in rows:
                     self.write(f"CREATE (l:Learning {{{props}}})", params)
@@ -185,13 +185,13 @@ class LearningStore(KuzuBase):
         """Whether batch writes may use COPY (a local Kùzu connection; not a Bolt engine)."""
         return isinstance(getattr(self, "_conn_main", None), kuzu.Connection)
 
-    def can_copy_nodes(self) -> bool:
+    def _can_copy_nodes(self) -> bool:
         """Whether new nodes may be COPYed (inside a write transaction): only while Kùzu's
         full-text indexes are dropped (store/fulltext.py). In Kùzu 0.11.3 a COPY into a table with
         a full-text index fails, or corrupts memory, after any update of that table."""
         return self.can_copy() and not getattr(self, "_fulltext_built", True)
 
-    def table_columns(self, label: str) -> list[tuple[str, str]]:
+    def _table_columns_of(self, label: str) -> list[tuple[str, str]]:
         """(name, Kùzu type) of a table's columns in order (cached: the schema is fixed once open)."""
         cache: dict[str, list[tuple[str, str]]] | None = getattr(self, "_table_columns", None)
         if cache is None:
