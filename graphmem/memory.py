@@ -150,6 +150,8 @@ class Memory:
             vector_storage=settings.vector_storage, vector_int8_min_rows=settings.vector_int8_min_rows,
             bolt_auth=bolt_auth, buffer_pool_mb=settings.kuzu_buffer_pool_mb,
         )
+        if hasattr(store, "fulltext_at_close"):
+            store.fulltext_at_close = settings.fulltext_index_at_close
         self._wire(Deps(store=store, embedder=embedder, llm=llm if llm is not None else _default_llm(),
                         settings=settings, clock=clock or utcnow, user=user, admin=bool(admin)))
         self._closed = False

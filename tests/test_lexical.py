@@ -247,11 +247,12 @@ def test_event_bm25_uses_the_users_own_events(make_memory: Callable[..., Memory]
 
 def test_single_user_matches_the_same_learnings_as_kuzu_fts(make_memory: Callable[..., Memory]) -> None:
     """With one user the mirror finds the learnings Kùzu's FTS index finds (scores differ in
-    detail: Kùzu's tokenizer drops digits and its idf is not Lucene's)."""
+    detail: Kùzu's tokenizer drops digits and its idf is not Lucene's). Kùzu's index is built on
+    demand over existing rows, which leaves out English stop words ("never"): the queries have none."""
     mem = make_memory("alice", embedder=HashEmbedder())
     mem.add_learnings([{"content": t} for _, _, t in CORPUS])
     catalog = mem.store.learning_catalog
-    for query in ("email billing globex", "never send attachments acme", "time zone meeting"):
+    for query in ("email billing globex", "send attachments acme", "time zone meeting"):
         kuzu = dict(mem.store.fulltext_learnings(search_text(query), 50))
         ours = {catalog.ids[r]: s for r, s in catalog.lexical.search(query, "alice", 50)}
         assert kuzu and ours.keys() == kuzu.keys()

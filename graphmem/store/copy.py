@@ -30,3 +30,26 @@ def copy_into(conn: Any, table_name: str, table: pa.Table, options: str = "") ->
     """COPY an Arrow table into a rel table (Kùzu reads the local variable by name)."""
     copy_table = table  # noqa: F841 -- referenced by name inside the COPY statement
     conn.execute(f"COPY {table_name} FROM copy_table {options}")
+
+
+_ARROW = {
+    "STRING": pa.string(), "INT64": pa.int64(), "DOUBLE": pa.float64(), "BOOL": pa.bool_(),
+    "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"), "STRING[]": pa.list_(pa.string()),
+}
+
+
+def arrow_type(kuzu_type: str) -> pa.DataType:
+    """The Arrow type a COPY needs for a column of this Kùzu type (``FLOAT[n]``: fixed-size list)."""
+    t = kuzu_type.upper()
+    if t.startswith("FLOAT[") and t.endswith("]"):
+        return pa.list_(pa.float32(), int(t[6:-1]))
+    return _ARROW.get(t, pa.string())
+
+
+def node_table(columns: Sequence[tuple[str, str]], rows: Sequence[dict[str, Any]]) -> pa.Table:
+    """An Arrow table of new nodes in the table's own column order (``columns``: (name, Kùzu type)
+    as ``table_info`` lists them; a COPY maps columns by position). Missing values are null."""
+    arrays = {}
+    for name, kuzu_type in columns:
+        arrays[name] = pa.array([r.get(name) for r in rows], type=arrow_type(kuzu_type))
+    return pa.table(arrays)

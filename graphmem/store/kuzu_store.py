@@ -32,7 +32,7 @@ from graphmem.errors import (
     StoreError,
 )
 from graphmem.inputs import check_db_params
-from graphmem.store import migrations
+from graphmem.store import fulltext, migrations
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.locks import ReadWriteLock
 
@@ -76,6 +76,11 @@ class KuzuBase:
     # stores with their own ``__init__`` have them too).
     _hot = 0
     deferred_max_delay_s = 0.25
+    # Kùzu's full-text indexes (store/fulltext.py); class defaults for stores with their own
+    # __init__ (Bolt), which have no such index
+    _fulltext_built = False
+    _fulltext_readers = 0
+    _fulltext_count = threading.Lock()
 
     def __init__(
         self,
@@ -117,6 +122,10 @@ class KuzuBase:
         self._db = self._open_database()
         self._conn_main = kuzu.Connection(self._db)  # the one write connection, under the lock
         self.schema_version = self._prepare_schema()
+        self.fulltext_at_close = False  # build Kùzu's full-text indexes when closing (store/fulltext.py)
+        self._fulltext_built = bool(fulltext.present(self._conn_main))
+        self._fulltext_readers = 0  # queries waiting for or reading the full-text indexes: no drop meanwhile
+        self._fulltext_count = threading.Lock()
 
     # --- opening ------------------------------------------------------------------------
     def _open_database(self) -> kuzu.Database:
@@ -210,6 +219,7 @@ class KuzuBase:
             try:
                 if not self._tx_depth:
                     self._drain_deferred()
+                    self._drop_fulltext()
                 yield
             finally:
                 self.generation += 1
@@ -251,6 +261,7 @@ class KuzuBase:
             if self._closed:
                 raise StoreError("this Memory is closed; open a new one")
             self._drain_deferred()
+            self._drop_fulltext()
             try:
                 conn.execute("BEGIN TRANSACTION")
             except RuntimeError as e:
@@ -276,6 +287,57 @@ class KuzuBase:
             for fn in pending:
                 fn()
             self._maybe_checkpoint()
+
+    def _drop_fulltext(self) -> None:
+        """Drop Kùzu's full-text indexes before a write (caller holds the lock exclusively,
+        outside a transaction): writes never maintain them; a read that needs them rebuilds them."""
+        if not self._fulltext_built or self.read_only or self._fulltext_readers:
+            return  # (a query about to read them keeps them: this write maintains them instead)
+        try:
+            fulltext.drop(self._conn_main)
+        except RuntimeError as e:
+            raise StoreError(f"could not drop the full-text indexes before a write: {e}") from e
+        self._fulltext_built = False
+
+    @contextmanager
+    def _fulltext_ready(self, cypher: str) -> Iterator[None]:
+        """Around a query: when it reads Kùzu's full-text indexes, build them first and keep
+        them until it ends (a write meanwhile maintains them instead of dropping them)."""
+        if not fulltext.needed_by(cypher):
+            yield
+            return
+        with self._fulltext_count:
+            self._fulltext_readers += 1
+        try:
+            self._ensure_fulltext()
+            yield
+        finally:
+            with self._fulltext_count:
+                self._fulltext_readers -= 1
+
+    def _ensure_fulltext(self) -> None:
+        """Build Kùzu's full-text indexes if they are missing (analysts' ``QUERY_FTS_INDEX``
+        and ``show_indexes`` call it first); the next write drops them again."""
+        if self._fulltext_built or not isinstance(getattr(self, "_conn_main", None), kuzu.Connection):
+            return
+        if self.read_only:
+            raise StoreError(
+                "this file has no full-text index (graphmem builds Kùzu's FTS indexes only when a "
+                "query needs them, and drops them at the next write): open it once without "
+                "read_only=True and run the query, or close it with Settings.fulltext_index_at_close"
+            )
+        if self._lock.owned_shared() and not self._lock.owned_exclusive():
+            raise StoreError("cannot build the full-text indexes inside a read snapshot; query outside it")
+        with self._lock.exclusive():
+            if self._fulltext_built:
+                return
+            if self._tx_depth:
+                raise StoreError("cannot build the full-text indexes inside a write transaction; query after it")
+            try:
+                fulltext.build(self._conn_main)
+            except RuntimeError as e:
+                raise StoreError(f"could not build the full-text indexes: {e}") from e
+            self._fulltext_built = True
 
     def _wal_bytes(self) -> int:
         if self.path is None:
@@ -573,7 +635,7 @@ class KuzuBase:
         """Run a read query; inside a write transaction it sees that transaction's writes."""
         if not self._lock.owned_shared():
             self._wait_if_needed(cypher)
-        with self._lock.shared(), self._fulltext_guard(cypher):
+        with self._fulltext_ready(cypher), self._lock.shared(), self._fulltext_guard(cypher):
             try:
                 return self._run(self._conn(), cypher, params)
             except RuntimeError as e:
@@ -615,12 +677,13 @@ class KuzuBase:
             self.flush_deferred()
         from graphmem.store import cypher_gates as analyst
 
-        if write:
-            return analyst.run(self, query, params, write=write, force=force)
-        with self._lock.shared(), self._fulltext_guard(query, always=True):  # shared first, as the writer
-            conn = self._conn()
-            with analyst.time_limit(conn, timeout_ms):
-                return analyst.run(self, query, params, write=False, force=force)
+        with self._fulltext_ready(query):
+            if write:
+                return analyst.run(self, query, params, write=write, force=force)
+            with self._lock.shared(), self._fulltext_guard(query, always=True):  # shared first, as the writer
+                conn = self._conn()
+                with analyst.time_limit(conn, timeout_ms):
+                    return analyst.run(self, query, params, write=False, force=force)
 
     def stats(self) -> dict[str, int]:
         """Row counts of every node table and edge table, by name."""
@@ -655,6 +718,9 @@ class KuzuBase:
             return
         self._stop_writer()
         with self._lock.exclusive():
+            if not self.read_only and self.fulltext_at_close and not self._fulltext_built:
+                with suppress(RuntimeError):
+                    fulltext.build(self._conn_main)
             if not self.read_only and self.path is not None:
                 with suppress(RuntimeError):  # leave the file whole, the log empty
                     self._conn_main.execute("CHECKPOINT")

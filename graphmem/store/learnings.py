@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from graphmem.errors import NotFoundError, StoreError
 from graphmem.models import Learning, LearningLinks, Transition
-from graphmem.store.copy import copy_into, edge_table
+from graphmem.store.copy import copy_into, edge_table, node_table
 from graphmem.store.kuzu_store import KuzuBase, from_db_time, to_db_time
 from graphmem.store.text import content_key, search_text
 
@@ -169,8 +169,11 @@ class LearningStore(KuzuBase):
         # tests/test_memory_core.py::test_batch_rows_with_null_strings_can_be_updated).
         props = ", ".join(f"{p}: ${p}" for p in rows[0])
         with self.transaction():
-            for params in rows:
-                self.write(f"CREATE (l:Learning {{{props}}})", params)
+            if len(items) >= COPY_MIN_ROWS and self._can_copy_nodes():
+                self.copy_rows("Learning", node_table(self._table_columns_of("Learning"), rows))
+            else:
+                for params in rows:
+                    self.write(f"CREATE (l:Learning {{{props}}})", params)
             if len(items) >= COPY_MIN_ROWS and self.can_copy():
                 self._copy_links(entries)
             else:
@@ -181,6 +184,22 @@ class LearningStore(KuzuBase):
     def can_copy(self) -> bool:
         """Whether batch writes may use COPY (a local Kùzu connection; not a Bolt engine)."""
         return isinstance(getattr(self, "_conn_main", None), kuzu.Connection)
+
+    def _can_copy_nodes(self) -> bool:
+        """Whether new nodes may be COPYed (inside a write transaction): only while Kùzu's
+        full-text indexes are dropped (store/fulltext.py). In Kùzu 0.11.3 a COPY into a table with
+        a full-text index fails, or corrupts memory, after any update of that table."""
+        return self.can_copy() and not getattr(self, "_fulltext_built", True)
+
+    def _table_columns_of(self, label: str) -> list[tuple[str, str]]:
+        """(name, Kùzu type) of a table's columns in order (cached: the schema is fixed once open)."""
+        cache: dict[str, list[tuple[str, str]]] | None = getattr(self, "_table_columns", None)
+        if cache is None:
+            cache = {}
+            self._table_columns = cache
+        if label not in cache:
+            cache[label] = [(str(r["name"]), str(r["type"])) for r in self.read(f"CALL table_info('{label}') RETURN name, type")]
+        return cache[label]
 
     def copy_rows(self, table_name: str, table: pa.Table, options: str = "") -> None:
         """COPY an Arrow table inside the caller's write transaction (StoreError on failure)."""

@@ -2,8 +2,10 @@
 
 The schema version is the highest applied file number, kept in the ``Meta`` node table with the
 embedder's name and dimension. A database written by a newer schema is refused; an older one is
-migrated forward. DDL runs in one transaction per file; ``CALL CREATE_FTS_INDEX`` must run in
-auto-commit mode in Kùzu 0.11.3, so those statements run right after that file's transaction.
+migrated forward. DDL runs in one transaction per file; other ``CALL`` statements must run in
+auto-commit mode in Kùzu 0.11.3, so they run right after that file's transaction. The full-text
+indexes (``CALL CREATE_FTS_INDEX``) are not created here: graphmem/store/fulltext.py builds them
+when a query first reads them.
 Every statement is applied idempotently (``IF NOT EXISTS``, indexes checked first), so a file that
 was interrupted half-way — a process killed while creating a database — is finished on the next
 open instead of failing on what already exists.
@@ -138,7 +140,8 @@ def apply(conn: kuzu.Connection, mig: Migration, dim: int, embedder_name: str) -
     """
     statements = mig.statements(dim)
     ddl = [idempotent(s) for s in statements if not s.upper().startswith("CALL ")]
-    calls = [s for s in statements if s.upper().startswith("CALL ")]
+    # full-text indexes are built when first read (graphmem/store/fulltext.py), not here
+    calls = [s for s in statements if s.upper().startswith("CALL ") and not _CREATE_FTS.match(s)]
     try:
         conn.execute("BEGIN TRANSACTION")
         try:
