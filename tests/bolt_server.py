@@ -1,4 +1,7 @@
-"""Session-scoped ArcadeDB server with Bolt for the ``bolt`` tests (one JVM, in a subprocess)."""
+"""Session-scoped ArcadeDB server with Bolt for the ``bolt`` tests (one JVM, in a subprocess).
+
+Imported by tests/conftest.py only: a test module that imported these fixtures itself would get
+its own session server (pytest keys a fixture by the module that defines it)."""
 
 from __future__ import annotations
 

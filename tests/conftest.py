@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from graphmem import HashEmbedder, Memory, Settings
+from tests.bolt_server import arcade, bolt_url  # noqa: F401 -- one ArcadeDB server per test process, for every bolt test
 
 
 def offline_llm() -> Any:

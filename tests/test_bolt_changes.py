@@ -15,7 +15,6 @@ import pytest
 from graphmem import HashEmbedder, Memory
 from graphmem.store.bolt import base as bolt_base
 from graphmem.store.bolt.testing import ArcadeServer
-from tests.bolt_server import arcade, bolt_url  # noqa: F401 -- fixtures
 from tests.conftest import offline_llm
 
 pytestmark = pytest.mark.bolt
@@ -24,7 +23,7 @@ OpenMem = Callable[..., Memory]
 
 
 @pytest.fixture
-def open_mem(bolt_url: str, arcade: ArcadeServer) -> Iterator[OpenMem]:  # noqa: F811
+def open_mem(bolt_url: str, arcade: ArcadeServer) -> Iterator[OpenMem]:
     opened: list[Memory] = []
 
     def _open(user: str = "alice") -> Memory:

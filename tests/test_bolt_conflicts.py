@@ -13,7 +13,6 @@ from graphmem import HashEmbedder
 from graphmem.errors import StoreError
 from graphmem.store.bolt import open_bolt_store
 from graphmem.store.bolt.testing import ArcadeServer
-from tests.bolt_server import arcade, bolt_url  # noqa: F401 -- fixtures
 
 pytestmark = pytest.mark.bolt
 
@@ -23,7 +22,7 @@ def _open(url: str, auth: tuple[str, str]) -> Any:
     return open_bolt_store(url, dim=emb.dim, embedder_name=emb.name, auth=auth)
 
 
-def test_two_writers_on_one_node_lose_nothing(bolt_url: str, arcade: ArcadeServer) -> None:  # noqa: F811
+def test_two_writers_on_one_node_lose_nothing(bolt_url: str, arcade: ArcadeServer) -> None:
     # two stores = two processes' worth of drivers and mirrors
     a, b = _open(bolt_url, arcade.auth), _open(bolt_url, arcade.auth)
     try:
@@ -51,7 +50,7 @@ def test_two_writers_on_one_node_lose_nothing(bolt_url: str, arcade: ArcadeServe
         b.close()
 
 
-def test_a_replay_that_reads_other_rows_gives_up(bolt_url: str, arcade: ArcadeServer) -> None:  # noqa: F811
+def test_a_replay_that_reads_other_rows_gives_up(bolt_url: str, arcade: ArcadeServer) -> None:
     a, b = _open(bolt_url, arcade.auth), _open(bolt_url, arcade.auth)
     try:
         a.write("CREATE (t:Tool {name: 'counter', success_count: 0, error_count: 0})")
@@ -67,7 +66,7 @@ def test_a_replay_that_reads_other_rows_gives_up(bolt_url: str, arcade: ArcadeSe
         b.close()
 
 
-def test_two_stores_set_up_one_empty_database_at_once(bolt_url: str, arcade: ArcadeServer) -> None:  # noqa: F811
+def test_two_stores_set_up_one_empty_database_at_once(bolt_url: str, arcade: ArcadeServer) -> None:
     stores: list[Any] = []
     errors: list[Exception] = []
 

@@ -13,7 +13,6 @@ from graphmem.store import migrations
 from graphmem.store.bolt import open_bolt_store
 from graphmem.store.bolt.schema import migration_steps
 from graphmem.store.bolt.testing import ArcadeServer
-from tests.bolt_server import arcade, bolt_url  # noqa: F401 -- fixtures
 
 pytestmark = pytest.mark.bolt
 
@@ -35,7 +34,7 @@ def test_migration_steps_fill_defaults_and_translate_data_statements() -> None:
     assert not migration_steps(8, migrations.latest_version())
 
 
-def test_an_older_database_is_migrated_on_open(bolt_url: str, arcade: ArcadeServer) -> None:  # noqa: F811
+def test_an_older_database_is_migrated_on_open(bolt_url: str, arcade: ArcadeServer) -> None:
     store = _open(bolt_url, arcade.auth)
     try:
         with store.transaction():
@@ -56,7 +55,7 @@ def test_an_older_database_is_migrated_on_open(bolt_url: str, arcade: ArcadeServ
         store.close()
 
 
-def test_a_newer_database_is_refused(bolt_url: str, arcade: ArcadeServer) -> None:  # noqa: F811
+def test_a_newer_database_is_refused(bolt_url: str, arcade: ArcadeServer) -> None:
     store = _open(bolt_url, arcade.auth)
     try:
         store.write("MATCH (m:Meta {key: 'schema_version'}) SET m.value = $v", {"v": str(migrations.latest_version() + 1)})
@@ -66,7 +65,7 @@ def test_a_newer_database_is_refused(bolt_url: str, arcade: ArcadeServer) -> Non
         _open(bolt_url, arcade.auth)
 
 
-def test_analyst_writes_on_bolt(bolt_url: str, arcade: ArcadeServer) -> None:  # noqa: F811
+def test_analyst_writes_on_bolt(bolt_url: str, arcade: ArcadeServer) -> None:
     from graphmem import Memory
     from graphmem.errors import CypherError
     from tests.conftest import offline_llm

@@ -14,7 +14,6 @@ import pytest
 from graphmem.client import Client
 from graphmem.server.auth import KeyStore
 from graphmem.store.bolt.testing import ArcadeServer
-from tests.bolt_server import arcade, bolt_url  # noqa: F401 -- fixtures
 from tests.server_helpers import cli_env, free_port, graphmem_cmd, stop_process, wait_healthy
 
 pytestmark = pytest.mark.bolt
@@ -51,7 +50,7 @@ def serve_bolt(url: str, auth: tuple[str, str], keys_file: Path, count: int) -> 
         yield urls
 
 
-def test_two_servers_over_one_bolt_database(bolt_url: str, arcade: ArcadeServer, tmp_path: Path) -> None:  # noqa: F811
+def test_two_servers_over_one_bolt_database(bolt_url: str, arcade: ArcadeServer, tmp_path: Path) -> None:
     keys = KeyStore()
     alice, _ = keys.add("alice", "agent")
     keys_file = tmp_path / "keys.json"

@@ -15,7 +15,6 @@ import pytest
 from graphmem import HashEmbedder, Memory
 from graphmem.errors import EmbedderMismatchError, NotFoundError
 from graphmem.store.bolt.testing import ArcadeServer
-from tests.bolt_server import arcade, bolt_url  # noqa: F401 -- fixtures
 from tests.conftest import FakeClock, offline_llm
 
 pytestmark = pytest.mark.bolt
@@ -24,7 +23,7 @@ OpenMem = Callable[..., Memory]
 
 
 @pytest.fixture
-def open_bolt(bolt_url: str, arcade: ArcadeServer) -> Iterator[OpenMem]:  # noqa: F811
+def open_bolt(bolt_url: str, arcade: ArcadeServer) -> Iterator[OpenMem]:
     opened: list[Memory] = []
 
     def _open(user: str = "alice", **kwargs: Any) -> Memory:
@@ -195,7 +194,7 @@ with Memory(url, user="alice", bolt_auth=(user, password), embedder=HashEmbedder
 """
 
 
-def test_two_processes_see_each_others_writes(open_bolt: OpenMem, bolt_url: str, arcade: ArcadeServer) -> None:  # noqa: F811
+def test_two_processes_see_each_others_writes(open_bolt: OpenMem, bolt_url: str, arcade: ArcadeServer) -> None:
     import json
     import os
     import subprocess
@@ -264,7 +263,7 @@ def test_most_of_memory_runs_alike_on_kuzu_and_bolt(open_kuzu: OpenMem, open_bol
     assert kuzu == bolt
 
 
-def test_cli_on_a_bolt_url(bolt_url: str, arcade: ArcadeServer) -> None:  # noqa: F811
+def test_cli_on_a_bolt_url(bolt_url: str, arcade: ArcadeServer) -> None:
     import os
     import subprocess
     import sys
