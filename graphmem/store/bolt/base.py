@@ -181,6 +181,8 @@ class ConflictRetry:
         if isinstance(e, nx.TransientError):
             return True
         if isinstance(e, nx.ConstraintError | nx.ClientError) and "duplicated key" in str(e).lower():
+            if "changelog" in str(e).lower():  # two commits read the same counter: a new one is taken
+                return True
             return "MERGE" in cypher.upper() or any("MERGE" in c.upper() for c, _, _ in log)
         return False
 
@@ -305,13 +307,16 @@ class BoltConnection:
                         self._on_gen(self.shard, n)
                 return
             except Exception as e:
-                if self.retry.retryable(e, self._log, "") and attempt < self.retry.attempts:
+                retryable = self.retry.retryable(e, self._log, "")
+                if retryable and attempt < self.retry.attempts:
                     attempt += 1
                     if self._replay(attempt):
                         continue
                 self._tx, self._log, self.changes, self.bases = None, [], [], {}
                 with suppress(Exception):
                     tx.rollback()
+                if retryable:  # the caller's work may run again on current data (rerun_on_conflict)
+                    raise BoltQueryError(f"{type(e).__name__}: {_message(e)}", conflict=True) from e
                 raise
 
     def _replay(self, attempt: int) -> bool:
