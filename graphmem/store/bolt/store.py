@@ -7,7 +7,7 @@ overridden in :class:`BoltOverrides` (first in the MRO).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -166,40 +166,20 @@ class BoltOverrides(BoltBase):
             self.note_changes([f"D:{i}" for i in dict.fromkeys(learning_ids)])
             return cast(dict[str, int], super().forget_learnings(learning_ids))  # type: ignore[misc]
 
-    def event_layout(self, user_id: str) -> Any:
-        """SearchStore.event_layout, with events of one session and one timestamp (a batch, such as
-        a conversation imported at once) in the order this process catalogued them instead of
-        Kùzu's insertion offset, which a Bolt engine does not have (its row ids are spread over
-        several buckets): the order they were written in, for the process that wrote them."""
-        from graphmem.store.search import EventLayout
-
-        rows_map = self.event_catalog.vectors.rows
-        key = ("layout", user_id, len(self.event_catalog), id(rows_map))
-        cache = self._search_cache()  # type: ignore[attr-defined]
-        layout = cache.get(key)
-        if layout is not None:
-            return layout
-        for k in [k for k in cache if k[0] == "layout" and k[1] == user_id]:
-            del cache[k]
-        found = self.read(
+    def _layout_rows(self, user_id: str) -> list[dict[str, Any]]:
+        """SearchStore._layout_rows without Kùzu's insertion offset, which a Bolt engine does not
+        have (its row ids are spread over several buckets)."""
+        return self.read(
             "MATCH (e:Event) WHERE e.user_id = $user RETURN e.id AS id, e.session_id AS sid, "
             "e.created_at AS ts, e.content AS content, e.role AS role, e.entities AS ents",
             {"user": user_id},
         )
-        found = [r for r in found if str(r["id"]) in rows_map]  # committed and catalogued
-        found.sort(key=lambda r: (r["sid"] or "", r["ts"], rows_map[str(r["id"])]))
-        layout = EventLayout(
-            order=[str(r["id"]) for r in found],
-            session=[str(r["sid"] or "") for r in found],
-            content=[str(r["content"] or "") for r in found],
-        )
-        layout.created = [r["ts"] for r in found]
-        layout.role = [str(r["role"] or "") for r in found]
-        layout.linked = [list(r["ents"] or []) for r in found]
-        layout.position = {ident: i for i, ident in enumerate(layout.order)}
-        layout.rows = np.asarray([rows_map[i] for i in layout.order], dtype=np.int64)
-        cache[key] = layout
-        return layout
+
+    def _layout_tie(self, row: dict[str, Any], rows_map: Mapping[str, int]) -> Any:
+        """Events of one session and one timestamp (a batch, such as a conversation imported at
+        once) in the order this process catalogued them: the order they were written in, for the
+        process that wrote them."""
+        return rows_map[str(row["id"])]
 
     def fulltext_learnings(self, normalised_query: str, k: int) -> list[tuple[str, float]]:
         """Not on Bolt: ranking uses the in-memory BM25 mirror; Kùzu's FTS index has no portable form."""
