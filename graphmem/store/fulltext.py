@@ -11,14 +11,24 @@ anything else reading the file. Kept up to date on every write, they cost ~160 m
 - the first write after that drops them again (~20 ms), so writes never maintain them.
 
 An index that exists is therefore always current: Kùzu keeps it so while it exists.
+:class:`FulltextIndexes` (a mixin of ``KuzuBase``) applies these rules to an open store.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any
 
+import kuzu
+
+from graphmem.errors import StoreError
 from graphmem.store import migrations
+
+if TYPE_CHECKING:
+    from graphmem.store.locks import ReadWriteLock
 
 _CREATE_FTS = re.compile(r"^CALL\s+CREATE_FTS_INDEX\s*\(\s*'(\w+)'\s*,\s*'(\w+)'", re.IGNORECASE)
 _NEEDS = re.compile(r"\b(QUERY_FTS_INDEX|SHOW_INDEXES)\b", re.IGNORECASE)
@@ -76,3 +86,78 @@ def drop(conn: Any) -> int:
         conn.execute(f"CALL DROP_FTS_INDEX('{table}', '{index}')")
         gone += 1
     return gone
+
+
+class FulltextIndexes:
+    """When a store drops, builds and guards Kùzu's full-text indexes (a mixin of ``KuzuBase``)."""
+
+    # class defaults for stores with their own __init__ (Bolt), which have no such index
+    _fulltext_built = False
+    _fulltext_readers = 0
+    _fulltext_count = threading.Lock()
+
+    if TYPE_CHECKING:  # provided by KuzuBase
+        read_only: bool
+        _lock: ReadWriteLock
+        _conn_main: Any
+        _tx_depth: int
+        _side_lock: threading.Lock
+
+    def _drop_fulltext(self) -> None:
+        """Drop Kùzu's full-text indexes before a write (caller holds the lock exclusively,
+        outside a transaction): writes never maintain them; a read that needs them rebuilds them."""
+        if not self._fulltext_built or self.read_only or self._fulltext_readers:
+            return  # (a query about to read them keeps them: this write maintains them instead)
+        try:
+            drop(self._conn_main)
+        except RuntimeError as e:
+            raise StoreError(f"could not drop the full-text indexes before a write: {e}") from e
+        self._fulltext_built = False
+
+    @contextmanager
+    def _fulltext_ready(self, cypher: str) -> Iterator[None]:
+        """Around a query: when it reads Kùzu's full-text indexes, build them first and keep
+        them until it ends (a write meanwhile maintains them instead of dropping them)."""
+        if not needed_by(cypher):
+            yield
+            return
+        with self._fulltext_count:
+            self._fulltext_readers += 1
+        try:
+            self._ensure_fulltext()
+            yield
+        finally:
+            with self._fulltext_count:
+                self._fulltext_readers -= 1
+
+    def _ensure_fulltext(self) -> None:
+        """Build Kùzu's full-text indexes if they are missing (analysts' ``QUERY_FTS_INDEX``
+        and ``show_indexes`` call it first); the next write drops them again."""
+        if self._fulltext_built or not isinstance(getattr(self, "_conn_main", None), kuzu.Connection):
+            return
+        if self.read_only:
+            raise StoreError(
+                "this file has no full-text index (graphmem builds Kùzu's FTS indexes only when a "
+                "query needs them, and drops them at the next write): open it once without "
+                "read_only=True and run the query, or close it with Settings.fulltext_index_at_close"
+            )
+        if self._lock.owned_shared() and not self._lock.owned_exclusive():
+            raise StoreError("cannot build the full-text indexes inside a read snapshot; query outside it")
+        with self._lock.exclusive():
+            if self._fulltext_built:
+                return
+            if self._tx_depth:
+                raise StoreError("cannot build the full-text indexes inside a write transaction; query after it")
+            try:
+                build(self._conn_main)
+            except RuntimeError as e:
+                raise StoreError(f"could not build the full-text indexes: {e}") from e
+            self._fulltext_built = True
+
+    def _fulltext_guard(self, cypher: str, *, always: bool = False) -> Any:
+        """Kùzu 0.11 aborts the process when a full-text query overlaps a write: hold off the
+        background writer's batch around one (``always``: around any query, for analysts' Cypher,
+        which may call anything). Exclusive holders need nothing more."""
+        if self._lock.owned_exclusive() or not (always or "QUERY_FTS_INDEX" in cypher.upper()):
+            return nullcontext()
+        return self._side_lock

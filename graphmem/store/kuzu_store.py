@@ -14,11 +14,10 @@ import importlib.util  # noqa: F401  -- kuzu's COPY FROM a pyarrow table needs i
 import json
 import os
 import threading
-import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,9 @@ from graphmem.errors import (
 from graphmem.inputs import check_db_params
 from graphmem.store import fulltext, migrations
 from graphmem.store.catalog import EventCatalog, LearningCatalog
+from graphmem.store.fulltext import FulltextIndexes
 from graphmem.store.locks import ReadWriteLock
+from graphmem.store.writer import DeferredWriter, _rollback
 
 
 def to_db_time(value: datetime | None) -> datetime | None:
@@ -67,20 +68,12 @@ def loads(text: str | None, default: Any) -> Any:
     return json.loads(text)
 
 
-class KuzuBase:
-    """Connection handling, transactions and raw queries over one Kùzu database."""
+class KuzuBase(DeferredWriter, FulltextIndexes):
+    """Connection handling, transactions and raw queries over one Kùzu database.
 
-    # Kùzu holds Python's GIL while it executes, so a deferred write beside context() stalls its
-    # query embedding (torch takes the GIL back between ops): the background writer waits while
-    # a caller is inside ``hold_writer()``, at most ``deferred_max_delay_s`` (class defaults, so
-    # stores with their own ``__init__`` have them too).
-    _hot = 0
-    deferred_max_delay_s = 0.25
-    # Kùzu's full-text indexes (store/fulltext.py); class defaults for stores with their own
-    # __init__ (Bolt), which have no such index
-    _fulltext_built = False
-    _fulltext_readers = 0
-    _fulltext_count = threading.Lock()
+    The background writer (deferred writes) lives in :mod:`graphmem.store.writer`, the handling
+    of Kùzu's full-text indexes in :mod:`graphmem.store.fulltext`; both are mixins of this class.
+    """
 
     def __init__(
         self,
@@ -288,57 +281,6 @@ class KuzuBase:
                 fn()
             self._maybe_checkpoint()
 
-    def _drop_fulltext(self) -> None:
-        """Drop Kùzu's full-text indexes before a write (caller holds the lock exclusively,
-        outside a transaction): writes never maintain them; a read that needs them rebuilds them."""
-        if not self._fulltext_built or self.read_only or self._fulltext_readers:
-            return  # (a query about to read them keeps them: this write maintains them instead)
-        try:
-            fulltext.drop(self._conn_main)
-        except RuntimeError as e:
-            raise StoreError(f"could not drop the full-text indexes before a write: {e}") from e
-        self._fulltext_built = False
-
-    @contextmanager
-    def _fulltext_ready(self, cypher: str) -> Iterator[None]:
-        """Around a query: when it reads Kùzu's full-text indexes, build them first and keep
-        them until it ends (a write meanwhile maintains them instead of dropping them)."""
-        if not fulltext.needed_by(cypher):
-            yield
-            return
-        with self._fulltext_count:
-            self._fulltext_readers += 1
-        try:
-            self._ensure_fulltext()
-            yield
-        finally:
-            with self._fulltext_count:
-                self._fulltext_readers -= 1
-
-    def _ensure_fulltext(self) -> None:
-        """Build Kùzu's full-text indexes if they are missing (analysts' ``QUERY_FTS_INDEX``
-        and ``show_indexes`` call it first); the next write drops them again."""
-        if self._fulltext_built or not isinstance(getattr(self, "_conn_main", None), kuzu.Connection):
-            return
-        if self.read_only:
-            raise StoreError(
-                "this file has no full-text index (graphmem builds Kùzu's FTS indexes only when a "
-                "query needs them, and drops them at the next write): open it once without "
-                "read_only=True and run the query, or close it with Settings.fulltext_index_at_close"
-            )
-        if self._lock.owned_shared() and not self._lock.owned_exclusive():
-            raise StoreError("cannot build the full-text indexes inside a read snapshot; query outside it")
-        with self._lock.exclusive():
-            if self._fulltext_built:
-                return
-            if self._tx_depth:
-                raise StoreError("cannot build the full-text indexes inside a write transaction; query after it")
-            try:
-                fulltext.build(self._conn_main)
-            except RuntimeError as e:
-                raise StoreError(f"could not build the full-text indexes: {e}") from e
-            self._fulltext_built = True
-
     def _wal_bytes(self) -> int:
         if self.path is None:
             return 0
@@ -461,176 +403,6 @@ class KuzuBase:
                 result.close()  # hand Kùzu's result memory back before the next range
             yield table
 
-    # --- deferred writes ----------------------------------------------------------------
-    def defer_write(self, fn: Callable[[], None]) -> None:
-        """Queue the write ``fn`` for a background writer thread, off the caller's path.
-
-        Used for Application records, which context() must write but no caller waits for.
-        Anything that reads what a deferred write wrote waits for it first: every read whose
-        Cypher names an Application, analyst Cypher, every new write transaction, and close().
-        A deferred write that fails is retried (``deferred_retries`` times); if it still fails it
-        stays queued and the next flush raises StoreError: it is never dropped silently.
-        """
-        if self.read_only:
-            raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
-        with self._deferred_cond:
-            if self._closed:
-                raise StoreError("this Memory is closed; open a new one")
-            self._deferred.append(fn)
-            if self._writer is None:
-                self._writer = threading.Thread(target=self._writer_loop, name="graphmem-writer", daemon=True)
-                self._writer.start()
-            self._deferred_cond.notify()
-
-    @contextmanager
-    def hold_writer(self) -> Iterator[None]:
-        """Keep the background writer from starting a batch while the block runs (a latency-
-        sensitive read such as context()); it starts anyway after ``deferred_max_delay_s``."""
-        with self._deferred_cond:
-            self._hot += 1
-        try:
-            yield
-        finally:
-            with self._deferred_cond:
-                self._hot -= 1
-                if not self._hot:
-                    self._deferred_cond.notify_all()
-
-    def _writer_loop(self) -> None:
-        while True:
-            with self._deferred_cond:
-                while not self._deferred and not self._stopping:
-                    self._deferred_cond.wait()
-                if self._stopping:
-                    return
-                deadline = time.monotonic() + self.deferred_max_delay_s
-                while self._hot and not self._stopping and (left := deadline - time.monotonic()) > 0:
-                    self._deferred_cond.wait(left)
-            try:
-                if not self._drain_beside_readers():
-                    with self._lock.exclusive():
-                        if not self._closed:
-                            self._drain_deferred()
-                elif self._checkpoint_due:
-                    with self._lock.exclusive():
-                        if not self._closed:
-                            self._maybe_checkpoint()
-            except StoreError:
-                with self._deferred_cond:  # failing: wait for the next flush or a new write
-                    self._deferred_cond.wait(timeout=1.0)
-
-    def _side_batches_allowed(self) -> bool:
-        """Whether deferred writes may be written beside readers: on a writable file (an
-        in-memory database drains them under the exclusive lock)."""
-        return self.path is not None and not self.read_only
-
-    def _drain_beside_readers(self) -> bool:
-        """Write a batch of deferred writes in one transaction while readers go on; False when
-        it could not (nothing written: the caller drains under the exclusive lock instead).
-
-        A deferred write that wants an after-commit step (a mirror change) needs the exclusive
-        lock, so such a batch is rolled back and left to the caller."""
-        if not self._side_batches_allowed():
-            return False
-        with self._lock.shared(), self._side_lock:
-            with self._deferred_cond:
-                batch = list(self._deferred)[: self.deferred_batch]
-            if self._closed or not batch:
-                return True
-            conn = self._conn_main
-            self._after_commit = []
-            self._side_thread = threading.get_ident()
-            ok = False
-            try:
-                conn.execute("BEGIN TRANSACTION")
-                for fn in batch:
-                    fn()
-                if not self._after_commit:
-                    conn.execute("COMMIT")
-                    ok = True
-            except Exception:
-                ok = False
-            finally:
-                if not ok:
-                    _rollback(conn)
-                self._side_thread = None
-                self._after_commit = []
-            if not ok:
-                return False
-            self.generation += 1
-            with self._deferred_cond:
-                for _ in batch:
-                    self._deferred.popleft()
-            if self._wal_bytes() > self.checkpoint_bytes:
-                self._checkpoint_due = True
-            return True
-
-    def _drain_deferred(self) -> None:
-        """Write every queued deferred write, oldest first (caller holds the lock exclusively,
-        outside any transaction). A failing one is retried, then left queued and reported."""
-        if self._draining:
-            return  # a deferred write's own transaction
-        self._draining = True
-        try:
-            self._drain_queue()
-        finally:
-            self._draining = False
-
-    def _drain_queue(self) -> None:
-        self._drain_batch()
-        while True:
-            with self._deferred_cond:
-                if not self._deferred:
-                    return
-                fn = self._deferred[0]
-            error: Exception | None = None
-            for attempt in range(self.deferred_retries + 1):
-                try:
-                    fn()
-                    error = None
-                    break
-                except Exception as e:
-                    error = e
-                    if attempt < self.deferred_retries:
-                        time.sleep(0.01 * (attempt + 1))
-            if error is not None:
-                raise StoreError(f"a deferred write failed and is kept to retry: {error}") from error
-            with self._deferred_cond:
-                self._deferred.popleft()
-
-    def _drain_batch(self) -> None:
-        """Write the queued deferred writes together in one transaction (one commit for many
-        Applications instead of one each). If the batch fails it is rolled back and the writes
-        are then written one by one, with retries, by the caller."""
-        with self._deferred_cond:
-            batch = list(self._deferred)[: self.deferred_batch]
-        if len(batch) < 2:
-            return
-        try:
-            with self.transaction():
-                for fn in batch:
-                    fn()
-        except Exception:
-            return  # rolled back: the one-by-one loop writes (or reports) them
-        with self._deferred_cond:
-            for _ in batch:
-                self._deferred.popleft()
-
-    def flush_deferred(self) -> None:
-        """Wait until every deferred write is in the file; raises StoreError if one fails."""
-        if not self._deferred:
-            return
-        if self.in_transaction():
-            return  # drained when this transaction began; later ones belong to other threads
-        if self._lock.owned_shared():
-            raise StoreError("cannot wait for deferred writes inside a read snapshot")
-        with self._lock.exclusive():
-            self._drain_deferred()
-
-    def _wait_if_needed(self, cypher: str) -> None:
-        if self._deferred and "Application" in cypher:
-            self.flush_deferred()
-
     def read(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a read query; inside a write transaction it sees that transaction's writes."""
         if not self._lock.owned_shared():
@@ -640,14 +412,6 @@ class KuzuBase:
                 return self._run(self._conn(), cypher, params)
             except RuntimeError as e:
                 raise StoreError(f"query failed: {e}") from e
-
-    def _fulltext_guard(self, cypher: str, *, always: bool = False) -> Any:
-        """Kùzu 0.11 aborts the process when a full-text query overlaps a write: hold off the
-        background writer's batch around one (``always``: around any query, for analysts' Cypher,
-        which may call anything). Exclusive holders need nothing more."""
-        if self._lock.owned_exclusive() or not (always or "QUERY_FTS_INDEX" in cypher.upper()):
-            return nullcontext()
-        return self._side_lock
 
     def write(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run one write statement: inside the caller's transaction, or as its own."""
@@ -700,18 +464,6 @@ class KuzuBase:
             out[name] = int(self.read(q)[0]["n"])
         return out
 
-    def _stop_writer(self) -> None:
-        """Write what is deferred, then stop the background writer (first step of closing)."""
-        try:
-            self.flush_deferred()
-        finally:
-            with self._deferred_cond:
-                self._stopping = True
-                self._deferred_cond.notify_all()
-            if self._writer is not None and self._writer is not threading.current_thread():
-                self._writer.join(timeout=30)
-            self._writer = None
-
     def close(self) -> None:
         """Close the database; the object is unusable afterwards."""
         if self._closed:
@@ -736,11 +488,6 @@ class KuzuBase:
     def closed(self) -> bool:
         """True once :meth:`close` ran."""
         return self._closed
-
-
-def _rollback(conn: kuzu.Connection) -> None:
-    with suppress(RuntimeError):
-        conn.execute("ROLLBACK")
 
 
 def _first_line(e: Exception) -> str:
