@@ -94,6 +94,20 @@ def _one_row(cypher: str) -> str:
 
 
 _LINK_ONE = {kind: _one_row(cypher) for kind, cypher in _LINK_CYPHER.items()}
+# The edges of a learning created in the same transaction: it has none yet, so each is CREATEd
+# (a MERGE of an edge costs ~3x a CREATE in Kùzu 0.11.3: it looks for the edge first).
+_NEW_LINK_ONE = {
+    "tool": "MATCH (l:Learning {id: $id}) MERGE (t:Tool {name: $name}) ON CREATE SET t.success_count = 0, "
+            "t.error_count = 0, t.created_at = $ts CREATE (l)-[:ABOUT_TOOL]->(t)",
+    "topic": "MATCH (l:Learning {id: $id}) MERGE (t:Topic {name: $name}) ON CREATE SET t.created_at = $ts "
+             "CREATE (l)-[:ABOUT_TOPIC]->(t)",
+    "entity": "MATCH (l:Learning {id: $id}) MERGE (e:Entity {name: $name}) ON CREATE SET e.kind = 'thing', "
+              "e.created_at = $ts CREATE (l)-[:MENTIONS]->(e)",
+    "objective_type": "MATCH (l:Learning {id: $id}) MERGE (o:ObjectiveType {name: $name}) ON CREATE SET "
+                      "o.created_at = $ts CREATE (l)-[:FOR_OBJECTIVE_TYPE]->(o)",
+    "objective": "MATCH (l:Learning {id: $id}), (o:Objective {id: $name}) CREATE (l)-[:FOR_OBJECTIVE]->(o)",
+    "event": "MATCH (l:Learning {id: $id}), (e:Event {id: $name}) CREATE (l)-[:DERIVED_FROM]->(e)",
+}
 _PER_ROW_MIN = 16  # up to this many rows (or one per 500 learnings in the file) go one statement each
 
 
@@ -111,6 +125,17 @@ _ANCHOR_MERGE = {
 }
 _ANCHOR_REL = {"tool": ("ABOUT_TOOL", "Tool"), "topic": ("ABOUT_TOPIC", "Topic"), "entity": ("MENTIONS", "Entity"),
                "objective_type": ("FOR_OBJECTIVE_TYPE", "ObjectiveType")}
+
+
+def _named(links: LearningLinks, kind: str) -> list[str]:
+    """The anchor names of one kind (``_ANCHOR_REL``'s keys) a learning links to."""
+    if kind == "tool":
+        return [links.tool] if links.tool else []
+    if kind == "objective_type":
+        return [links.objective_type] if links.objective_type else []
+    return list(links.topics if kind == "topic" else links.entities)
+
+
 COPY_MIN_ROWS = 8  # from this many new learnings (or events) on, their edges are written with COPY
 
 _SET_ALL = ", ".join(f"l.{p} = ${p}" for p in LEARNING_PROPS if p != "id")
@@ -152,9 +177,10 @@ class LearningStore(KuzuBase):
         """Write new learnings with their nodes and edges in one transaction.
 
         One CREATE per node; edges: from ``COPY_MIN_ROWS`` learnings on, one COPY per edge table
-        (:mod:`graphmem.store.copy`), fewer: statements by primary key. (The nodes themselves are
-        not COPYed: in Kùzu 0.11.3 a COPY into a table with a full-text index fails, or corrupts
-        memory, after any update of that table.)
+        (:mod:`graphmem.store.copy`), fewer: one CREATE per edge (the learnings are new), except
+        that the first edges an edge table ever gets are COPYed (:meth:`_rels_seeded`). (The
+        nodes themselves are not COPYed while the table has a full-text index: in Kùzu 0.11.3 a
+        COPY into a table with a full-text index fails, or corrupts memory, after any update of it.)
         """
         if not items:
             return
@@ -174,10 +200,10 @@ class LearningStore(KuzuBase):
             else:
                 for params in rows:
                     self.write(f"CREATE (l:Learning {{{props}}})", params)
-            if len(items) >= COPY_MIN_ROWS and self.can_copy():
+            if self.can_copy() and (len(items) >= COPY_MIN_ROWS or not self._rels_seeded(entries)):
                 self._copy_links(entries)
             else:
-                self._link_many(entries)
+                self._link_many(entries, new=True)
             for (learning, embedding, _), params in zip(items, rows):
                 self.on_commit(functools.partial(self._committed, learning, embedding, params["content_key"]))
 
@@ -232,6 +258,7 @@ class LearningStore(KuzuBase):
             if pairs[kind]:
                 rel, target = _ANCHOR_REL[kind]
                 self.copy_rows(rel, edge_table(pairs[kind]), f"(from='Learning', to='{target}')")
+                self._mark_seeded(rel, "Learning", target)
         if rest:
             self._link_many(rest)
         self._relate(related)
@@ -239,11 +266,12 @@ class LearningStore(KuzuBase):
     def _link(self, learning_id: str, links: LearningLinks, when: datetime, user_id: str) -> None:
         self._link_many([(learning_id, links, when, user_id)])
 
-    def _link_many(self, entries: Sequence[tuple[str, LearningLinks, datetime, str]]) -> None:
+    def _link_many(self, entries: Sequence[tuple[str, LearningLinks, datetime, str]], *, new: bool = False) -> None:
         """MERGE the anchor nodes and the learnings' edges to them: one statement per edge type.
 
         Entries are (learning id, links, when, owner's user id); co-occurrence (RELATED) is
-        counted per owner.
+        counted per owner. ``new``: the learnings were created in this transaction (no edges
+        yet), so a few edges are CREATEd instead of MERGEd.
         """
         edges: dict[str, list[dict[str, Any]]] = {k: [] for k in _LINK_CYPHER}
         pairs: Counter[tuple[str, str, str, str, str]] = Counter()
@@ -261,7 +289,9 @@ class LearningStore(KuzuBase):
                 edges["event"].append({"id": ident, "name": links.source_event_id, "ts": ts})
             pairs.update((user_id, *p) for p in _cooccurring(links.topics, links.entities))
         for kind, rows in edges.items():
-            self._write_rows(_LINK_CYPHER[kind], _LINK_ONE[kind], rows)
+            if new:
+                rows = list({(r["id"], r["name"]): r for r in rows}.values())  # each edge once
+            self._write_rows(_LINK_CYPHER[kind], (_NEW_LINK_ONE if new else _LINK_ONE)[kind], rows)
         self._relate(pairs)
 
     def _write_rows(self, many: str, one: str, rows: list[dict[str, Any]]) -> None:
@@ -283,12 +313,46 @@ class LearningStore(KuzuBase):
         for (user, ka, a, kb, b), weight in pairs.items():
             by_labels.setdefault((ka, kb), []).append({"a": a, "b": b, "w": weight, "u": user})
         for (ka, kb), rows in by_labels.items():
+            if self.can_copy() and not self._rel_seeded("RELATED", ka, kb):  # none yet: all new
+                self.copy_rows("RELATED", pa.table({"from": [r["a"] for r in rows], "to": [r["b"] for r in rows],
+                                                    "weight": [int(r["w"]) for r in rows],
+                                                    "user_id": [r["u"] for r in rows]}),
+                               f"(from='{ka}', to='{kb}')")
+                self._mark_seeded("RELATED", ka, kb)
+                continue
             many = (f"UNWIND $rows AS r MATCH (a:{ka} {{name: r.a}}), (b:{kb} {{name: r.b}}) "
                     "MERGE (a)-[e:RELATED {user_id: r.u}]->(b) ON CREATE SET e.weight = r.w ON MATCH SET e.weight = e.weight + r.w")
             if len(rows) > _PER_ROW_MIN:  # topics and entities are few next to learnings: one join
                 self.write(many, {"rows": rows})
             else:
                 self._write_rows(many, _one_row(many), rows)
+
+    def _rel_seeded(self, rel: str, source: str, target: str) -> bool:
+        """Whether the edge table ``rel`` (between these labels) holds an edge (cached once true).
+
+        Kùzu 0.11.3 stores the first edges of an edge table written by CREATE/MERGE statements
+        with full-size uncompressed offset columns (~1 MB each, four per table: 4.2 MB for a few
+        dozen edges), while edges first written by a COPY, and any written after them, take a few
+        pages: so the first edges of each table are COPYed."""
+        seeded: set[tuple[str, str, str]] | None = getattr(self, "_seeded_rels", None)
+        if seeded is None:
+            seeded = set()
+            self._seeded_rels = seeded
+        key = (rel, source, target)
+        if key not in seeded and self.read(f"MATCH (:{source})-[r:{rel}]->(:{target}) RETURN 1 AS x LIMIT 1"):
+            seeded.add(key)
+        return key in seeded
+
+    def _mark_seeded(self, rel: str, source: str, target: str) -> None:
+        """Remember that ``rel`` holds edges once the current transaction commits."""
+        self.on_commit(lambda: getattr(self, "_seeded_rels", set()).add((rel, source, target)))
+
+    def _rels_seeded(self, entries: Sequence[tuple[str, LearningLinks, datetime, str]]) -> bool:
+        """Whether every anchor edge table these new learnings write to holds edges already."""
+        for kind, (rel, target) in _ANCHOR_REL.items():
+            if any(_named(links, kind) for _, links, _, _ in entries) and not self._rel_seeded(rel, "Learning", target):
+                return False
+        return True
 
     def add_links(self, learning_id: str, links: LearningLinks) -> None:
         """Add association edges to an existing learning (used when a merge brings new ones)."""
