@@ -77,6 +77,20 @@ def _timed(fn: Any) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
+def _singles(fn: Any, args: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds (this process) of ``fn`` called once per item."""
+    lat, cpu = [], []
+    for item in args:
+        wall, used = _timed(lambda item=item: fn(item))
+        lat.append(wall)
+        cpu.append(used)
+    return lat, cpu
+
+
+def _ms(seconds: list[float], q: float) -> float:
+    return 1000 * float(np.percentile(seconds, q))
+
+
 def _prefill(mem: Memory, size: int, dim: int) -> None:
     """``size`` generated learnings through the bulk import (random vectors)."""
     if size <= 0:
@@ -102,21 +116,15 @@ def measure_add(embedder: Embedder, n: int, batch: int, base: int = 0, singles: 
         _prefill(mem, base, embedder.dim)  # type: ignore[attr-defined]
         wall, cpu = _timed(lambda: [mem.add_learnings(items[k : k + batch]) for k in range(0, n, batch)])
         out.update(add_learnings_per_s=n / wall, add_learnings_cpu_ms=1000 * cpu / n)
-        lat = []
-        for item in items[n:]:
-            start = time.perf_counter()
-            mem.add_learning(**item)
-            lat.append(time.perf_counter() - start)
-        out.update(add_learning_per_s=len(lat) / sum(lat), add_learning_p50_ms=1000 * float(np.median(lat)))
+        lat, cpu = _singles(lambda item: mem.add_learning(**item), items[n:])
+        out.update(add_learning_per_s=len(lat) / sum(lat), add_learning_p50_ms=_ms(lat, 50),
+                   add_learning_p95_ms=_ms(lat, 95), add_learning_cpu_p50_ms=_ms(cpu, 50))
         events = _events(0, n + singles)
         wall, cpu = _timed(lambda: [mem.record_events(events[k : k + batch]) for k in range(0, n, batch)])
         out.update(record_events_per_s=n / wall, record_events_cpu_ms=1000 * cpu / n)
-        lat = []
-        for event in events[n:]:
-            start = time.perf_counter()
-            mem.record_event(**event)
-            lat.append(time.perf_counter() - start)
-        out["record_event_p50_ms"] = 1000 * float(np.median(lat))
+        lat, cpu = _singles(lambda event: mem.record_event(**event), events[n:])
+        out.update(record_event_p50_ms=_ms(lat, 50), record_event_p95_ms=_ms(lat, 95),
+                   record_event_cpu_p50_ms=_ms(cpu, 50))
     for kind in ("add_learnings", "record_events"):
         out[f"{kind}_vs_embedder"] = out[f"{kind}_per_s"] / out["embed_per_s"]
     return out
@@ -190,10 +198,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             table.add_row(f"{name}: {kind}, batches of {args.batch}",
                           f"{f[f'{kind}_per_s']:.0f} {unit}/s = {f[f'{kind}_vs_embedder']:.2f} x embedder "
                           f"({f[f'{kind}_cpu_ms']:.1f} ms CPU each)")
-        table.add_row(f"{name}: add_learning", f"p50 {f['add_learning_p50_ms']:.1f} ms ({f['add_learning_per_s']:.0f}/s)")
-        table.add_row(f"{name}: record_event", f"p50 {f['record_event_p50_ms']:.1f} ms")
+        table.add_row(f"{name}: add_learning", f"p50 {f['add_learning_p50_ms']:.1f} ms, p95 {f['add_learning_p95_ms']:.1f} ms "
+                      f"(CPU p50 {f['add_learning_cpu_p50_ms']:.1f} ms)")
+        table.add_row(f"{name}: record_event", f"p50 {f['record_event_p50_ms']:.1f} ms, p95 {f['record_event_p95_ms']:.1f} ms "
+                      f"(CPU p50 {f['record_event_cpu_p50_ms']:.1f} ms)")
     for count, size in result["file_bytes"].items():
         table.add_row(f"file with {int(count):,} learnings (closed)", f"{size / 1e6:.1f} MB")
+    if "1000" in result["file_bytes"] and "100" in result["file_bytes"]:
+        table.add_row("file growth per 1,000 learnings (100 -> 1,000, in batches)",
+                      f"{(result['file_bytes']['1000'] - result['file_bytes']['100']) / 900 * 1000 / 1e6:.2f} MB")
     if "1000" in result["file_bytes"]:
         table.add_row("file per 1,000 learnings (1,000 added in batches)", f"{result['file_bytes']['1000'] / 1e6:.1f} MB")
     if args.open_size:

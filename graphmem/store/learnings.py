@@ -334,10 +334,7 @@ class LearningStore(KuzuBase):
         with full-size uncompressed offset columns (~1 MB each, four per table: 4.2 MB for a few
         dozen edges), while edges first written by a COPY, and any written after them, take a few
         pages: so the first edges of each table are COPYed."""
-        seeded: set[tuple[str, str, str]] | None = getattr(self, "_seeded_rels", None)
-        if seeded is None:
-            seeded = set()
-            self._seeded_rels = seeded
+        seeded = self._seeded()
         key = (rel, source, target)
         if key not in seeded and self.read(f"MATCH (:{source})-[r:{rel}]->(:{target}) RETURN 1 AS x LIMIT 1"):
             seeded.add(key)
@@ -345,7 +342,14 @@ class LearningStore(KuzuBase):
 
     def _mark_seeded(self, rel: str, source: str, target: str) -> None:
         """Remember that ``rel`` holds edges once the current transaction commits."""
-        self.on_commit(lambda: getattr(self, "_seeded_rels", set()).add((rel, source, target)))
+        self.on_commit(lambda: self._seeded().add((rel, source, target)))
+
+    def _seeded(self) -> set[tuple[str, str, str]]:
+        seeded: set[tuple[str, str, str]] | None = getattr(self, "_seeded_rels", None)
+        if seeded is None:
+            seeded = set()
+            self._seeded_rels = seeded
+        return seeded
 
     def _rels_seeded(self, entries: Sequence[tuple[str, LearningLinks, datetime, str]]) -> bool:
         """Whether every anchor edge table these new learnings write to holds edges already."""
