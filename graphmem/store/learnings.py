@@ -261,7 +261,7 @@ class LearningStore(KuzuBase):
                 self._mark_seeded(rel, "Learning", target)
         if rest:
             self._link_many(rest)
-        self._relate(related)
+        self._relate(related, copy_new=True)  # the anchors were merged above
 
     def _link(self, learning_id: str, links: LearningLinks, when: datetime, user_id: str) -> None:
         self._link_many([(learning_id, links, when, user_id)])
@@ -292,7 +292,7 @@ class LearningStore(KuzuBase):
             if new:
                 rows = list({(r["id"], r["name"]): r for r in rows}.values())  # each edge once
             self._write_rows(_LINK_CYPHER[kind], (_NEW_LINK_ONE if new else _LINK_ONE)[kind], rows)
-        self._relate(pairs)
+        self._relate(pairs, copy_new=True)  # the anchors were merged above
 
     def _write_rows(self, many: str, one: str, rows: list[dict[str, Any]]) -> None:
         """Write ``rows`` with the UNWIND statement ``many`` (one scan of the node table), or
@@ -306,14 +306,15 @@ class LearningStore(KuzuBase):
         else:
             self.write(many, {"rows": rows})
 
-    def _relate(self, pairs: Counter[tuple[str, str, str, str, str]]) -> None:
+    def _relate(self, pairs: Counter[tuple[str, str, str, str, str]], *, copy_new: bool = False) -> None:
         """Add co-occurrence counts of topics and entities (RELATED edges, one per owner and
-        pair, ``user_id`` = the learnings' owner): one statement per label pair."""
+        pair, ``user_id`` = the learnings' owner): one statement per label pair. ``copy_new``
+        (every named anchor exists): a label pair with no edge yet gets its edges by one COPY."""
         by_labels: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for (user, ka, a, kb, b), weight in pairs.items():
             by_labels.setdefault((ka, kb), []).append({"a": a, "b": b, "w": weight, "u": user})
         for (ka, kb), rows in by_labels.items():
-            if self.can_copy() and not self._rel_seeded("RELATED", ka, kb):  # none yet: all new
+            if copy_new and self.can_copy() and not self._rel_seeded("RELATED", ka, kb):  # none yet: all new
                 self.copy_rows("RELATED", pa.table({"from": [r["a"] for r in rows], "to": [r["b"] for r in rows],
                                                     "weight": [int(r["w"]) for r in rows],
                                                     "user_id": [r["u"] for r in rows]}),
