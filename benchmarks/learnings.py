@@ -16,12 +16,14 @@ objective_type=, limit=10)`` (a token budget large enough that ``limit`` decides
 ranking itself is measured), ids map back to keys, and P@5, R@10, nDCG@10, MRR (over the 10)
 and noise@10 (learnings ``benchmarks.dataset.noise_keys`` says the user must never see) are
 computed per query, then averaged per query kind and overall. In the same run, with the same
-file, five variants (only ``Settings`` changes): hybrid (defaults), vector only, full-text only,
-graph only (a zero weight drops that signal's list from the fusion), hybrid without the
-quality prior (relevance alone orders the fused candidates), hybrid with the earlier equal list
-weights, and hybrid with the full-text weight at 0. The list weights were chosen on the
-even-numbered queries; a last table gives P@5 and nDCG@10 on that tuning half and on the
-held-out odd-numbered queries.
+file, the variants of ``VARIANTS`` (only ``Settings`` changes): hybrid (defaults), each signal
+alone (a zero weight drops that signal's list from the fusion; graph only also under rank fusion,
+where its list is ordered by cosine within equal path weights), and ablations of the hybrid (no
+quality prior, the earlier rank-fusion defaults, rank fusion alone, no tool-mismatch penalty, the
+summed second hop, the earlier MMR, equal list weights, no full-text). The fusion defaults
+(score fusion, ``weight_graph``, ``tool_mismatch_penalty``, ``graph_second_hop_max``,
+``mmr_lambda``) were chosen on the even-numbered queries; a last table gives P@5 and nDCG@10 on
+that tuning half and on the held-out odd-numbered queries.
 
 ``--check`` is the regression guard (:mod:`benchmarks.guard`): it appends the hybrid P@5 and
 noise to ``benchmarks/results/history.jsonl`` and exits 1 under the floor, on a drop from the
@@ -61,8 +63,15 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "vector only": {"weight_fulltext": 0.0, "weight_graph": 0.0},
     "full-text only": {"weight_vector": 0.0, "weight_graph": 0.0},
     "graph only": {"weight_vector": 0.0, "weight_fulltext": 0.0},
+    "graph only, rank fusion (cosine breaks ties)": {"weight_vector": 0.0, "weight_fulltext": 0.0, "rank_fusion": "rrf"},
     "hybrid, no quality prior": {"quality_prior_enabled": False},
-    "hybrid, equal list weights (earlier default)": {"weight_fulltext": 1.0, "weight_graph": 1.0},
+    "hybrid, rank fusion (earlier default)": {"rank_fusion": "rrf", "weight_graph": 2.0, "mmr_lambda": 0.7,
+                                              "tool_mismatch_penalty": 0.0, "graph_second_hop_max": False},
+    "hybrid, rank fusion": {"rank_fusion": "rrf"},
+    "hybrid, no tool-mismatch penalty": {"tool_mismatch_penalty": 0.0},
+    "hybrid, summed second hop": {"graph_second_hop_max": False},
+    "hybrid, mmr_lambda 0.7": {"mmr_lambda": 0.7},
+    "hybrid, equal list weights": {"weight_fulltext": 1.0, "weight_graph": 1.0},
     "hybrid, full-text weight 0": {"weight_fulltext": 0.0},
 }
 METRICS = ("p@5", "r@10", "ndcg@10", "mrr", "noise")
@@ -253,7 +262,7 @@ def print_tables(result: Mapping[str, Any], console: Any) -> None:
         o = v["overall"]
         summary.add_row(name, *[_fmt(o.get(m), o.get("noise_total") if m == "noise" else None) for m in METRICS])
     console.print(summary)
-    halves = Table(title="split: the fusion weights were chosen on the even-numbered queries (1st, 3rd, ...); "
+    halves = Table(title="split: the fusion defaults were chosen on the even-numbered queries (1st, 3rd, ...); "
                          "the odd-numbered ones are held out")
     halves.add_column("variant")
     for half in ("tuning", "held-out"):
