@@ -68,14 +68,19 @@ class Settings(BaseModel):
 
     # --- retrieval (DESIGN.md "Retrieval"; seed 002 HybridSelector) ---------------------
     candidates_per_source: int = 50
+    # how the three candidate lists combine: "score" (each signal's own score, min-max scaled over
+    # the candidates, weighted) or "rrf" (weighted reciprocal ranks, the earlier default); see README
+    rank_fusion: str = "score"
     rrf_k: int = 10  # 3 lists of ~50: k=60 flattened rank differences (labelled bench: R@10 0.75 -> 0.84)
     weight_vector: float = 1.0
     weight_fulltext: float = 0.1  # chosen with weight_graph on half the labelled queries (README)
-    weight_graph: float = 2.0
+    weight_graph: float = 3.0  # chosen with rank_fusion, the tool penalty and mmr_lambda on half the labelled queries
     graph_hop_decay: float = 0.5
     graph_fanout_cap: int = 50
     graph_second_hop_neighbours: int = 8  # second hop: the heaviest RELATED neighbours explored
     graph_anchor_cap: int = 500  # one-hop: at most this many learnings per anchor node (+ those other signals found)
+    graph_second_hop_max: bool = True  # second hop: a row gets its best two-hop path once, not one per path
+    tool_mismatch_penalty: float = 0.5  # relevance share lost by a learning bound to another tool than the caller's
     quality_weight: float = 0.15  # seed 002 stage 4 says 30 % of a cosine-scaled score; see README
     semantic_weight: float = 0.4  # seed 002 stage 4: semantic 40 %
     thompson_weight: float = 0.3  # seed 002 stage 4: Thompson sampling 30 %
@@ -113,7 +118,7 @@ class Settings(BaseModel):
     # seed 002 stage 3 filters at cosine 0.5 for its embedder; MiniLM scores related texts 0.2-0.6,
     # so graphmem floors only the rows nothing but the vector signal found:
     vector_only_min_similarity: float = 0.2
-    mmr_lambda: float = 0.7
+    mmr_lambda: float = 0.95  # 0.7 under rank fusion; scaled scores sit closer together (README)
     fulltext_max_postings: int = 2000  # rarest query terms up to this many postings (0: all)
     bm25_k1: float = 1.2  # BM25 term-frequency saturation of the in-memory lexical index (Kùzu's FTS default)
     bm25_b: float = 0.75  # BM25 document-length normalisation (Kùzu's FTS default)
@@ -343,6 +348,7 @@ class Settings(BaseModel):
                 raise ValueError(f"summary_thresholds[{kind!r}] must be > 0, got {threshold}")
         choices = {
             "search_fusion": ("score", "rrf"),
+            "rank_fusion": ("score", "rrf"),
             "vector_storage": ("auto", "float32", "int8"),
             "summary_refresh": ("inline", "background"),
             "reflector_bullet_status": _STATUSES,
@@ -366,7 +372,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "budget_user_preferences": _POSITIVE, "budget_learnings": _POSITIVE,
     "candidates_per_source": _POSITIVE, "rrf_k": _COUNT, "weight_vector": _COUNT, "weight_fulltext": _COUNT,
     "weight_graph": _COUNT, "graph_hop_decay": _UNIT, "graph_fanout_cap": _COUNT,
-    "graph_second_hop_neighbours": _COUNT, "graph_anchor_cap": _COUNT, "quality_weight": _UNIT,
+    "graph_second_hop_neighbours": _COUNT, "graph_anchor_cap": _COUNT, "tool_mismatch_penalty": _UNIT, "quality_weight": _UNIT,
     "semantic_weight": _UNIT, "thompson_weight": _UNIT, "random_seed": _COUNT,
     "recency_half_life_days": _POSITIVE, "pinned_boost": _COUNT, "pattern_boost": _COUNT,
     "pattern_similarity": _UNIT, "min_success_rate": _UNIT, "min_success_samples": _COUNT,

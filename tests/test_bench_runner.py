@@ -32,6 +32,7 @@ def test_learnings_runner_returns_sane_metrics_and_no_noise(learnings_result: di
     assert hybrid["per_kind"]["no_answer"]["p@5"] is None  # nothing relevant: left out of the means
     assert hybrid["per_kind"]["tool_only"]["r@10"] > 0.5  # an empty query with a tool finds its learnings
     assert all(not k.startswith("?") for row in hybrid["queries"] for k in row["ranked"])  # every id maps to a key
+    assert hybrid["cpu_ms_mean"] > 0 and hybrid["cpu_ms_p50"] > 0  # context() CPU per query, embeddings cached
 
 
 def _entry(p5: float, noise: int = 0, embedder: str = "hash", status: str = "OK") -> dict[str, Any]:

@@ -217,14 +217,18 @@ def graph_candidates(
     if decay > 0 and cap > 0 and related:
         width = min(cap, settings.graph_second_hop_neighbours)
         order_key = sims if sims is not None else catalog.col("score")
+        hop2 = np.zeros(n, dtype=np.float64)
         for neighbour, via, _w in index.neighbours(related, width, user):
             rows = index.rows_of(neighbour)
             rows = rows[mask[rows]]
             if rows.size > cap:
                 rows = rows[np.argpartition(-order_key[rows], cap - 1)[:cap]]
             if rows.size:
-                weight[rows] += decay
+                hop2[rows] += decay
                 second.append((neighbour, via, rows))
+        # With graph_second_hop_max a row counts its best two-hop path once: a learning linked to
+        # many of an anchor's neighbours is central to the anchor's cluster, not closer to the query.
+        weight += np.minimum(hop2, decay) if settings.graph_second_hop_max else hop2
     weight[~mask] = 0.0
     reached = np.flatnonzero(weight)
     if reached.size == 0:
@@ -251,6 +255,8 @@ def graph_candidates(
         _add_paths(hits, members[kept[members]], f"via {kind.replace('_', ' ')} {name}{suffix}", 1.0)
     for (nkind, nname), (vkind, vname), rows in second:
         _add_paths(hits, rows[kept[rows]], f"2 hops via {vkind} {vname} → {nkind} {nname}", decay)
+    for row, hit in hits.items():
+        hit.weight = float(weight[row])
     return hits
 
 

@@ -1,4 +1,4 @@
-"""Fusion and re-ranking: weighted reciprocal-rank fusion, the quality prior, MMR diversity.
+"""Fusion and re-ranking: weighted reciprocal-rank or score fusion, the quality prior, MMR diversity.
 
 All functions are pure numpy over catalog rows; the weights come from :class:`Settings`.
 """
@@ -25,6 +25,42 @@ def rrf(lists: Mapping[str, Sequence[int]], weights: Mapping[str, float], k: int
         for rank, row in enumerate(rows, start=1):
             fused[row] = fused.get(row, 0.0) + w / (k + rank)
     return fused
+
+
+def score_fusion(
+    lists: Mapping[str, Sequence[int]],
+    weights: Mapping[str, float],
+    scores: Mapping[str, Mapping[int, float] | np.ndarray | None],
+) -> dict[int, float]:
+    """Weighted fusion of the signals' own scores, each min-max scaled over the candidates.
+
+    The candidates are the rows of every list with a non-zero weight; a signal's raw score of a
+    candidate (cosine for ``vector``, BM25 for ``fulltext``, path weight for ``graph``: an array
+    indexed by row or a row → score mapping, a row it lacks scoring 0) is scaled to [0, 1] between
+    the lowest and the highest over the candidates, then score(row) = Σ weight · scaled. Unlike
+    reciprocal ranks, the scale keeps how far apart rows are: graph ties stay ties (the cosine
+    breaks them), and a row that two text signals rank mid-way no longer outscores one the graph
+    links directly to the query's anchors.
+    """
+    active = {name: w for name, w in weights.items() if w and name in lists}
+    rows = np.fromiter(dict.fromkeys(r for name in active for r in lists[name]), dtype=np.int64)
+    if rows.size == 0:
+        return {}
+    fused = np.zeros(rows.size, dtype=np.float64)
+    for name, w in active.items():
+        raw = scores.get(name)
+        if raw is None:
+            continue
+        if isinstance(raw, np.ndarray):
+            values = raw[rows].astype(np.float64)
+        else:
+            values = np.fromiter((raw.get(int(r), 0.0) for r in rows), dtype=np.float64, count=rows.size)
+        low, high = float(values.min()), float(values.max())
+        if high > low:
+            fused += w * (values - low) / (high - low)
+        elif high > 0:
+            fused += w
+    return {int(r): float(v) for r, v in zip(rows, fused)}
 
 
 def quality_prior(

@@ -33,6 +33,7 @@ from graphmem.retrieve.fusion import (
     quality_prior,
     record,
     rrf,
+    score_fusion,
 )
 from graphmem.store.catalog import LearningCatalog, _ts
 
@@ -130,7 +131,11 @@ class Retriever:
                 weights[name] *= fusion.get(name, 1.0)
         if not any(lists.values()) and not query.strip():
             lists["quality"] = _top_quality(catalog, mask, now_ts, s, n)
-        fused = rrf(lists, weights, s.rrf_k)
+        if s.rank_fusion == "score" and "quality" not in lists:
+            graph_weight = {r: h.weight for r, h in hits.items()}
+            fused = score_fusion(lists, weights, {"vector": sims, "fulltext": dict(ft), "graph": graph_weight})
+        else:
+            fused = rrf(lists, weights, s.rrf_k)
         if sims is not None and s.vector_only_min_similarity > 0:
             # Seed 002 stage 3 (semantic filter), applied only where nothing else vouches for a
             # row: the vector list always has n rows, however unrelated the memory is.
@@ -158,6 +163,9 @@ class Retriever:
         rows = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
         rrf_scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
         relevance = rrf_scores / rrf_scores.max()
+        other_tool = _other_tool(catalog, rows, tool) if s.tool_mismatch_penalty > 0 else None
+        if other_tool is not None:
+            relevance = np.where(other_tool, relevance * (1.0 - s.tool_mismatch_penalty), relevance)
         pinned = is_pinned(catalog, rows)
         quality = success = recency = draws = None
         evidence = np.zeros(len(rows))
@@ -217,6 +225,9 @@ class Retriever:
             if "quality" in ranks and row in ranks["quality"]:
                 reasons.append(f"top quality (no query), rank {ranks['quality'][row]}")
             reasons.append(f"rrf {rrf_scores[i]:.4f}")
+            if other_tool is not None and other_tool[i]:
+                reasons.append(f"bound to tool {catalog.tool[row]}, not {tool}: relevance -{s.tool_mismatch_penalty:.0%}")
+                signals["other_tool"] = 1.0
             if quality is not None and success is not None and recency is not None:
                 n_help, n_harm = int(catalog.col("helpful")[row]), int(catalog.col("harmful")[row])
                 conf = float(catalog.col("confidence")[row])
@@ -244,6 +255,19 @@ class Retriever:
         lap("explain")
         self.timings_ms = timings
         return out
+
+
+def _other_tool(catalog: LearningCatalog, rows: np.ndarray, tool: str | None) -> np.ndarray | None:
+    """True where the row's learning is bound to a tool other than ``tool`` (None without a tool).
+
+    A learning written for one tool ("Dana's assistant books her meetings", create_calendar_event)
+    is advice for that tool's calls: it matches a query about Dana made for send_email by its
+    entity and words, yet applies there less than the send_email learnings and the tool-free ones.
+    """
+    if not tool:
+        return None
+    tools = catalog.tool
+    return np.fromiter((tools[r] is not None and tools[r] != tool for r in rows.tolist()), dtype=bool, count=len(rows))
 
 
 def _order_graph(hits: dict[int, GraphHit], sims: np.ndarray | None, score_col: np.ndarray, n: int) -> list[int]:
