@@ -40,9 +40,13 @@ does not say which learning it acted on (``record_outcome`` without ``used``: cr
 feedback noise (one RNG per concern, seeded by ``--seed``) and a simulated clock: the run is
 deterministic given the seed. Output: success rate per window of episodes (a learning curve per
 mode), a table, JSON and a PNG line plot. Each run also counts the learnings ``run_cycle()``
-retired as clearly harmful and its true failures by cause (``failure_causes``): ``guess`` (no
-advice about the slot), else the origin of the wrong learning acted on (``offline``,
-``correction``, ``evolved``) and whether the agent had acted on it before (``first`` / ``again``).
+retired as clearly harmful and its true failures by cause (``failure_causes``): a guess, split
+by what the memory held about the slot (``guess, nothing learned yet``: no learning about it was
+ever made; ``guess, right one hidden``: a right one was in use but the agent did not act on it,
+dropped, on canary or ranked out; ``guess, wrong one hidden``; ``guess``: none in use), else the
+origin of the wrong learning acted on (``offline``, ``correction``, ``evolved``), whether the agent
+had acted on it before (``first`` / ``again``) and whether a right one was in use too. The split
+reads the answer key, for the report only: the agent never sees it.
 """
 
 from __future__ import annotations
@@ -165,8 +169,9 @@ class RunStats:
     transitions: int = 0
     evolved: int = 0  # learnings superseded by bullet evolution in run_cycle (Settings.evolve_in_cycle)
     retired: int = 0  # clearly harmful learnings run_cycle retired (Settings.retire_harmful_in_cycle)
-    # true failures by cause: "guess" (no advice about the slot), else the wrong learning acted on by
-    # origin (offline stale / owner correction / evolved) and "first" (never acted on before) or "again"
+    # true failures by cause: a guess (split by what the memory held about the slot), else the wrong
+    # learning acted on by origin (offline stale / owner correction / evolved), "first" (never acted on
+    # before) or "again", and ", right one in use" when a right one was in use too
     failure_causes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
