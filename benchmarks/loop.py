@@ -40,9 +40,13 @@ does not say which learning it acted on (``record_outcome`` without ``used``: cr
 feedback noise (one RNG per concern, seeded by ``--seed``) and a simulated clock: the run is
 deterministic given the seed. Output: success rate per window of episodes (a learning curve per
 mode), a table, JSON and a PNG line plot. Each run also counts the learnings ``run_cycle()``
-retired as clearly harmful and its true failures by cause (``failure_causes``): ``guess`` (no
-advice about the slot), else the origin of the wrong learning acted on (``offline``,
-``correction``, ``evolved``) and whether the agent had acted on it before (``first`` / ``again``).
+retired as clearly harmful and its true failures by cause (``failure_causes``): a guess, split
+by what the memory held about the slot (``guess, nothing learned yet``: no learning about it was
+ever made; ``guess, right one hidden``: a right one was in use but the agent did not act on it,
+dropped, on canary or ranked out; ``guess, wrong one hidden``; ``guess``: none in use), else the
+origin of the wrong learning acted on (``offline``, ``correction``, ``evolved``), whether the agent
+had acted on it before (``first`` / ``again``) and whether a right one was in use too. The split
+reads the answer key, for the report only: the agent never sees it.
 """
 
 from __future__ import annotations
@@ -165,8 +169,9 @@ class RunStats:
     transitions: int = 0
     evolved: int = 0  # learnings superseded by bullet evolution in run_cycle (Settings.evolve_in_cycle)
     retired: int = 0  # clearly harmful learnings run_cycle retired (Settings.retire_harmful_in_cycle)
-    # true failures by cause: "guess" (no advice about the slot), else the wrong learning acted on by
-    # origin (offline stale / owner correction / evolved) and "first" (never acted on before) or "again"
+    # true failures by cause: a guess (split by what the memory held about the slot), else the wrong
+    # learning acted on by origin (offline stale / owner correction / evolved), "first" (never acted on
+    # before) or "again", and ", right one in use" when a right one was in use too
     failure_causes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -238,6 +243,28 @@ class Simulation:
                 self.origin[l.id] = origin
                 self.stats.learnings_tagged += 1
 
+    def _in_use(self, slot_i: int) -> list[bool]:
+        """Right? for each tagged learning about the slot that is in use (active or canary, not
+        superseded): instrumentation only, never shown to the agent."""
+        out = []
+        for lid, (i, right) in self.tags.items():
+            if i == slot_i:
+                l = self.mem.get_learning(lid)
+                if l.status in ("active", "canary") and not l.superseded_by:
+                    out.append(right)
+        return out
+
+    def _guess_cause(self, slot_i: int) -> str:
+        """Why a failure was a guess (instrumentation): ``guess, nothing learned yet`` when no
+        learning about the slot was ever made, ``guess`` when none is in use (retired, superseded,
+        or stored as an observation), ``guess, right one hidden`` when a right one
+        is in use but the agent did not act on it (dropped, filtered, ranked out), ``guess, wrong
+        one hidden`` when only wrong ones are in use."""
+        in_use = self._in_use(slot_i)
+        if not in_use:
+            return "guess" if any(i == slot_i for i, _ in self.tags.values()) else "guess, nothing learned yet"
+        return "guess, right one hidden" if any(in_use) else "guess, wrong one hidden"
+
     def _tag_evolved(self, changes: Sequence[Any]) -> None:
         """The world reads an evolved learning by its text: the wrong preference of the slot it is
         about if it still says it (checked first: the agent would follow it), else the right one;
@@ -288,8 +315,9 @@ class Simulation:
                 st.advised_wrong += not advice[1]
                 success = advice[1]
             if not success:
-                cause = "guess" if advice is None else (
-                    f"{self.origin.get(chosen.id, '?')} {'again' if chosen.id in self.acted else 'first'}")
+                cause = self._guess_cause(slot_i) if advice is None else (
+                    f"{self.origin.get(chosen.id, '?')} {'again' if chosen.id in self.acted else 'first'}"
+                    + (", right one in use" if True in self._in_use(slot_i) else ""))
                 st.failure_causes[cause] = st.failure_causes.get(cause, 0) + 1
             if chosen is not None:
                 self.acted.add(chosen.id)

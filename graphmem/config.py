@@ -111,6 +111,11 @@ class Settings(BaseModel):
     harmful_max_success: float = 0.5
     harmful_z: float = 1.96
     retire_harmful_in_cycle: bool = True  # run_cycle retires (disabled, archive) the clearly harmful learnings
+    # the owner's correction right after a context overrules a reported success of the learning the
+    # agent acted on, and supersedes it when its record does not say it helps (graphmem/learn/corrected.py)
+    correction_replaces_used: bool = True
+    # failing lifecycle windows do not demote a learning whose record says it helps (helpful > harmful)
+    record_holds_status: bool = True
     pattern_boost: float = 0.1
     pattern_similarity: float = 0.8  # seed 002: a query joins the nearest Pattern at cosine >= this
     min_success_rate: float = 0.3  # seed 002 stage 2: drop rows rated below it ...

@@ -15,6 +15,8 @@
    shadow → candidate → canary (allocation ``canary_min_allocation``) → active (allocation 1)
    after ``promotion_streak`` passes; active → canary (allocation 0.2) → candidate after
    ``demotion_streak`` fails; candidate | shadow → disabled after ``disable_streak`` fails.
+   With the quality prior on, a learning whose record says it helps (helpful > harmful,
+   :func:`record_holds`; ``record_holds_status``) is not demoted by failing windows.
    A move resets the streak that caused it.
 2. **Hypothesis → belief** (seed 003 system 8): a ``hypothesis`` whose accuracy
    helpful / (helpful + harmful) is > 0.70 over ≥ 3 outcomes becomes a ``rule`` (a belief),
@@ -210,6 +212,8 @@ def step(learning: Learning, verdict: WindowVerdict, s: Settings) -> dict[str, A
     changes = {"fail_streak": learning.fail_streak + 1, "pass_streak": 0}
     streak = changes["fail_streak"]
     if learning.status in DEMOTE and streak >= s.demotion_streak:
+        if record_holds(learning, s):
+            return changes  # the record says it helps: it keeps its status (the streak still counts)
         new = DEMOTE[learning.status]
         changes.update(status=new, fail_streak=0)
         if new == "canary":
@@ -217,6 +221,15 @@ def step(learning: Learning, verdict: WindowVerdict, s: Settings) -> dict[str, A
     elif learning.status in ("candidate", "shadow") and streak >= s.disable_streak:
         changes.update(status="disabled", fail_streak=0)
     return changes
+
+
+def record_holds(learning: Learning, s: Settings) -> bool:
+    """True when, with the quality prior on (``record_holds_status``), the learning's record says
+    it helps more often than it hurts (helpful > harmful): failing windows then do not demote it.
+    The windows' bar (``promote_pass_rate``) is for promotion; under noisy outcomes a learning that
+    mostly helps fails it now and then, and on canary it would be shown a fifth of the time while
+    the agent goes without advice. Learnings that do hurt are the record's to drop and retire."""
+    return s.quality_prior_enabled and s.record_holds_status and learning.helpful > learning.harmful
 
 
 def _windows(deps: Deps, report: CycleReport) -> None:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from graphmem.errors import InvalidInputError, LLMError
 from graphmem.events import EventService
 from graphmem.inputs import check_string, names, optional_text, require_bool
+from graphmem.learn.corrected import corrected_learnings
 from graphmem.learn.curator import Curator
 from graphmem.learn.facts import store_facts
 from graphmem.learn.injection import score_injection
@@ -195,6 +196,8 @@ def observe_message(
     result = Curator(deps).curate(learning, links, source_text=text, channel="owner message")
     if result.action == "merged" and result.learning is not None and result.screening is None:
         result.learning = revive_restated(deps, result.learning)
+    if result.learning is not None and result.screening is None:
+        corrected_learnings(deps, result.learning, event.created_at)  # README "Counters that pay"
     return facts + ([result.learning] if result.learning is not None else [])
 
 
