@@ -58,6 +58,17 @@ def test_bulk_load_matches_kuzu(tmp_path: Path, bolt_url: str, arcade: ArcadeSer
         k_stats, b_stats = kuzu.stats(), bolt.stats()
         assert {k: v for k, v in k_stats.items() if v and k != "Meta"} == {k: v for k, v in b_stats.items() if v and k != "Meta"}
         assert b_stats["Learning"] == len(items) and b_stats["RELATED"] == len(_related(items))
+        # graph expansion in Cypher (the analysts' path; ranking reads the anchor mirror): the same
+        # rows on both engines, and the per-anchor cap honoured
+        anchors = {"entity": ["Acme", "Dana"], "tool": ["call"]}
+        assert sorted(kuzu.one_hop_learnings(anchors)) == sorted(bolt.one_hop_learnings(anchors))
+        capped = bolt.one_hop_learnings(anchors, cap=2)
+        assert capped and all(sum(1 for _, k, n in capped if (k, n) == a) <= 2 for a in {(k, n) for _, k, n in capped})
+        assert kuzu.related_neighbours(["Acme"], ["billing"], 10, user="alice") == \
+               bolt.related_neighbours(["Acme"], ["billing"], 10, user="alice")
+        hop = [("topic", "meetings"), ("entity", "Bob")]
+        assert sorted(kuzu.second_hop_learnings(hop, 100)) == sorted(bolt.second_hop_learnings(hop, 100))
+        assert len(bolt.second_hop_learnings(hop, 1)) == 2
         for l in bolt.get_learnings([items[0].id, items[7].id]):
             want = next(x for x in items if x.id == l.id)
             assert (l.content, l.tool, sorted(l.entities), l.topics, l.helpful, l.harmful) == \
