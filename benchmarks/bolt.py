@@ -61,11 +61,11 @@ class RoundTrips:
         self.active = False
 
     def install(self) -> None:
-        from graphmem.store.bolt import base
+        from graphmem.store.bolt import connection
 
         me = self
         for name in ("execute",):
-            orig = getattr(base.BoltConnection, name)
+            orig = getattr(connection.BoltConnection, name)
 
             def wrapped(self: Any, *a: Any, _orig: Any = orig, **k: Any) -> Any:
                 if not me.active or threading.get_ident() != me.thread:
@@ -77,7 +77,7 @@ class RoundTrips:
                     me.calls += 1
                     me.seconds += time.perf_counter() - t
 
-            setattr(base.BoltConnection, name, wrapped)
+            setattr(connection.BoltConnection, name, wrapped)
 
 
 def learnings(specs: list[dict[str, Any]]) -> list[Any]:
@@ -108,12 +108,18 @@ def related(items: list[Any]) -> dict[str, list[tuple[str, str, str, str, int]]]
     return {u: [(*k, w) for k, w in c.items()] for u, c in pairs.items()}
 
 
-def fill(store: Any, items: list[Any], vectors: np.ndarray) -> float:
-    t = time.perf_counter()
+def fill(store: Any, items: list[Any], vectors: np.ndarray, server_pid: int | None = None) -> dict[str, float]:
+    """Bulk-load the learnings and their RELATED edges: wall seconds, this process's CPU seconds
+    and (``server_pid``) the server process's CPU seconds over the load."""
+    t, cpu = time.perf_counter(), time.process_time()
+    server0 = _cpu_seconds(server_pid) if server_pid else 0.0
     store.bulk_insert_learnings(items, vectors)
     for user, edges in related(items).items():
         store.bulk_insert_related(edges, user_id=user)
-    return time.perf_counter() - t
+    out = {"s": round(time.perf_counter() - t, 2), "cpu_s": round(time.process_time() - cpu, 2)}
+    if server_pid:
+        out["server_cpu_s"] = round(_cpu_seconds(server_pid) - server0, 2)
+    return out
 
 
 def run_contexts(mem: Any, qs: list[dict[str, Any]], trips: RoundTrips | None) -> dict[str, Any]:
@@ -122,6 +128,7 @@ def run_contexts(mem: Any, qs: list[dict[str, Any]], trips: RoundTrips | None) -
     times, shown = [], []
     if trips is not None:
         trips.calls, trips.seconds, trips.active = 0, 0.0, True
+    cpu0, thread0 = time.process_time(), time.thread_time()
     for q in qs:
         t = time.perf_counter()
         ctx = mem.context(q["query"], tool=q["tool"], entities=q["entities"])
@@ -131,6 +138,9 @@ def run_contexts(mem: Any, qs: list[dict[str, Any]], trips: RoundTrips | None) -
         "p50_ms": round(1000 * statistics.median(times), 2),
         "p95_ms": round(1000 * scale.pct(times, 95), 2),
         "mean_ms": round(1000 * statistics.mean(times), 2),
+        # CPU per context: the calling thread's, and the whole process's (with the background writer)
+        "thread_cpu_ms": round(1000 * (time.thread_time() - thread0) / len(qs), 2),
+        "process_cpu_ms": round(1000 * (time.process_time() - cpu0) / len(qs), 2),
     }
     if trips is not None:
         trips.active = False
@@ -476,11 +486,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             vectors = embedder.embed([s["content"] for s in specs]).astype(np.float32)
             qs = scale.queries(args.queries)
             row: dict[str, Any] = {"size": size, "queries": len(qs), "server_start_s": round(srv.start_seconds, 2),
-                                   "uncapped": args.uncapped}
+                                   "uncapped": args.uncapped, "loadavg_start": os.getloadavg()[0]}
 
             path = Path(tmp) / f"m{size}.kuzu"
             store = KuzuGraphStore(path, dim=embedder.dim, embedder_name=embedder.name)
-            row["kuzu_load_s"] = round(fill(store, items, vectors), 2)
+            row["kuzu_load"] = fill(store, items, vectors)
             store.close()
             t = time.perf_counter()
             mem = Memory(path, user=args.user, embedder=embedder, llm=OfflineLLM(), settings=settings,
@@ -494,7 +504,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
             url = srv.create_database(f"b{size}")
             store = open_bolt_store(url, dim=embedder.dim, embedder_name=embedder.name, auth=srv.auth)
-            row["bolt_load_s"] = round(fill(store, items, vectors), 2)
+            row["bolt_load"] = fill(store, items, vectors, srv._proc.pid if srv._proc is not None else None)
             store.close()
             t = time.perf_counter()
             mem = Memory(url, user=args.user, embedder=embedder, llm=OfflineLLM(), bolt_auth=srv.auth, settings=settings,
@@ -517,6 +527,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                     # differing only by which of equally scored learnings made it (ties keep mirror order)
                     row["same_scores_share"] = round(sum([x for _, x in a] == [x for _, x in b] for a, b in pairs) / len(qs), 3)
             mem.close()
+            row["loadavg_end"] = os.getloadavg()[0]
+            for b in row["bolt"].values():  # same-run ratios (both stores measured back to back)
+                b["p50_vs_kuzu"] = round(b["p50_ms"] / max(1e-9, row["kuzu"]["p50_ms"]), 2)
             print(json.dumps(row, indent=1))
             results.append(row)
     OUT.mkdir(parents=True, exist_ok=True)

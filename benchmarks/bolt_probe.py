@@ -1,11 +1,26 @@
 """Probe which Cypher ArcadeDB accepts over Bolt (the findings are in graphmem/store/bolt/__init__.py).
 
     PYTHONPATH=$PWD python -m benchmarks.bolt_probe
+
+    PYTHONPATH=$PWD python -m benchmarks.bolt_probe --indexes 10000 [--queries 50]
+
+The second form measures ArcadeDB's own vector (LSM_VECTOR) and full-text (FULL_TEXT) indexes,
+created with SQL through the HTTP API (Cypher cannot create them) and queried over Bolt with
+``db.index.vector.queryNodes`` / ``db.index.fulltext.queryNodes``, against the same rows loaded
+without those indexes and against exact cosine in numpy (what graphmem's vector mirror computes),
+all in one run. benchmarks.scale's generated learnings, HashEmbedder. Results go to
+benchmarks/results/local/bolt_indexes.json.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import time
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import neo4j
 
@@ -82,5 +97,98 @@ def main() -> None:
             driver.close()
 
 
+def _timed(fn: Any, n: int) -> tuple[list[Any], dict[str, float]]:
+    import numpy as np
+
+    out, times = [], []
+    for i in range(n):
+        t = time.perf_counter()
+        out.append(fn(i))
+        times.append(time.perf_counter() - t)
+    return out, {"p50_ms": round(1000 * float(np.median(times)), 2), "mean_ms": round(1000 * float(np.mean(times)), 2)}
+
+
+def indexes(n: int, queries: int) -> dict[str, Any]:
+    """The engine's vector and full-text indexes at ``n`` rows (see the module docstring)."""
+    import numpy as np
+
+    from benchmarks import scale
+    from graphmem import HashEmbedder
+
+    emb = HashEmbedder()
+    specs = scale.generate(n)
+    texts = [s["content"] for s in specs]
+    vecs = emb.embed(texts).astype(np.float32)
+    qs = scale.queries(queries)
+    qv = emb.embed([q["query"] for q in qs]).astype(np.float32)
+    out: dict[str, Any] = {"rows": n, "queries": queries, "loadavg_start": os.getloadavg()[0]}
+    rows = [{"id": f"l{i}", "u": specs[i]["user"], "text": texts[i], "emb": [float(x) for x in vecs[i]]} for i in range(n)]
+    with ArcadeServer(start_timeout=600) as srv:
+        srv.create_database("p")
+        pid = srv._proc.pid if srv._proc is not None else 0
+        for cmd in ("CREATE VERTEX TYPE V IF NOT EXISTS", "CREATE PROPERTY V.emb IF NOT EXISTS ARRAY_OF_FLOATS",
+                    "CREATE PROPERTY V.text IF NOT EXISTS STRING",
+                    f'CREATE INDEX IF NOT EXISTS ON V (emb) LSM_VECTOR METADATA {{"dimensions": {emb.dim}, "similarity": "COSINE"}}',
+                    "CREATE INDEX IF NOT EXISTS ON V (text) FULL_TEXT"):
+            srv.sql("p", cmd)
+        driver = neo4j.GraphDatabase.driver(srv.url(), auth=srv.auth)
+        try:
+            with driver.session(database="p") as s:
+                for label in ("W", "V"):  # W: the same rows without the two indexes
+                    t, cpu, server = time.perf_counter(), time.process_time(), _cpu(pid)
+                    for i in range(0, n, 1000):
+                        s.run(f"UNWIND $rows AS r CREATE (x:{label} {{id: r.id, u: r.u, text: r.text, emb: r.emb}})",
+                              rows=rows[i:i + 1000]).consume()
+                    out[f"load_{'with' if label == 'V' else 'without'}_indexes"] = {
+                        "s": round(time.perf_counter() - t, 1), "client_cpu_s": round(time.process_time() - cpu, 1),
+                        "server_cpu_s": round(_cpu(pid) - server, 1)}
+                _, out["round_trip_return_1"] = _timed(lambda i: s.run("RETURN 1 AS x").data(), queries)
+                # the first vector query after the load (ArcadeDB may build the index graph then), and
+                # recall right after it; then the same queries again once it has settled
+                t = time.perf_counter()
+                s.run("CALL db.index.vector.queryNodes('V[emb]', 10, $q) YIELD node RETURN node.id AS id",
+                      q=[float(x) for x in qv[0]]).data()
+                out["vector_index_first_query_s"] = round(time.perf_counter() - t, 2)
+                for k, label in ((10, "k10"), (50, "k50"), (10, "k10_again")):
+                    got, timing = _timed(lambda i, k=k: s.run(
+                        "CALL db.index.vector.queryNodes('V[emb]', $k, $q) YIELD node, score RETURN node.id AS id",
+                        k=k, q=[float(x) for x in qv[i]]).data(), queries)
+                    recall = [len({f"l{j}" for j in np.argsort(-(vecs @ qv[i]))[:k]} & {r["id"] for r in got[i]}) / k
+                              for i in range(queries)]
+                    out[f"vector_index_{label}"] = {**timing, "recall_vs_exact": round(float(np.mean(recall)), 3)}
+                user = specs[0]["user"]
+                got, timing = _timed(lambda i: s.run(
+                    "CALL db.index.vector.queryNodes('V[emb]', 50, $q) YIELD node, score WHERE node.u = $u RETURN node.id AS id",
+                    q=[float(x) for x in qv[i]], u=user).data(), queries)
+                out["vector_index_k50_one_user"] = {**timing, "user_share": round(sum(x["user"] == user for x in specs) / n, 3),
+                                                    "rows_left_of_50": round(float(np.mean([len(g) for g in got])), 1)}
+                got, timing = _timed(lambda i: s.run(
+                    "CALL db.index.fulltext.queryNodes('V[text]', $q) YIELD node, score RETURN node.id AS id LIMIT 50",
+                    q=qs[i]["query"]).data(), queries)
+                out["fulltext_index_50"] = {**timing, "queries_with_hits": sum(bool(g) for g in got)}
+            _, out["numpy_exact_cosine_top50"] = _timed(lambda i: np.argpartition(-(vecs @ qv[i]), 50)[:50], queries)
+        finally:
+            driver.close()
+    out["loadavg_end"] = os.getloadavg()[0]
+    return out
+
+
+def _cpu(pid: int) -> float:
+    from benchmarks.bolt import _cpu_seconds
+
+    return _cpu_seconds(pid) if pid else float("nan")
+
+
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--indexes", type=int, default=0, help="measure the engine's vector and full-text indexes at this many rows")
+    parser.add_argument("--queries", type=int, default=50)
+    args = parser.parse_args()
+    if args.indexes:
+        result = indexes(args.indexes, args.queries)
+        print(json.dumps(result, indent=1))
+        out = Path(__file__).resolve().parent / "results" / "local"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bolt_indexes.json").write_text(json.dumps(result, indent=1))
+    else:
+        main()

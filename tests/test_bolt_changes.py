@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from graphmem import HashEmbedder, Memory
-from graphmem.store.bolt import base as bolt_base
+from graphmem.store.bolt import connection as bolt_connection
 from graphmem.store.bolt.testing import ArcadeServer
 from tests.conftest import offline_llm
 
@@ -75,7 +75,7 @@ def test_a_second_memory_sees_adds_updates_retirements_and_deletions_row_by_row(
 
 
 def test_a_reader_behind_the_pruned_log_reloads_in_full(open_mem: OpenMem, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bolt_base, "_PRUNE_EVERY", 1)
+    monkeypatch.setattr(bolt_connection, "_PRUNE_EVERY", 1)
     a, b = open_mem(), open_mem()
     a.store._main.change_keep = 1  # the writer keeps one record per shard
     full = b.store.refreshes["full"]

@@ -9,7 +9,8 @@ Kùzu                        openCypher (Neo4j, Memgraph, ArcadeDB)
 ==========================  ======================================
 ``list_contains(a, x)``     ``(x IN coalesce(a, []))``
 ``list_append(a, x)``       ``(coalesce(a, []) + [x])``
-``list_slice(a, b, e)``     ``a[(b) - 1..(e) - 1]`` (Kùzu: 1-based, end exclusive)
+``list_slice(a, b, e)``     ``a[(b) - 1..(e) - 1]`` (Kùzu: 1-based, end exclusive; the end
+                            capped at 2**31 - 1, past which ArcadeDB returns no element)
 ``list_intersect(a, b)``    ``[x IN a WHERE x IN b]``
 ``CAST(v AS STRING[])``     ``v`` (lists are untyped)
 ``label(n)``                ``labels(n)[0]``
@@ -34,6 +35,14 @@ from typing import Any
 _FUNCS = ("list_contains", "list_append", "list_slice", "list_intersect", "label", "contains", "offset")
 _CALL = re.compile(r"\b(" + "|".join(_FUNCS) + r")\s*\(", re.IGNORECASE)
 _CAST_LIST = re.compile(r"\bCAST\s*\(", re.IGNORECASE)
+
+
+_INT32_MAX = 2**31 - 1
+
+
+def _clamp(expr: str) -> str:
+    """``expr`` capped at 2**31 - 1 (a list index every engine reads)."""
+    return f"CASE WHEN {expr} > {_INT32_MAX} THEN {_INT32_MAX} ELSE {expr} END"
 
 
 def _args(text: str, start: int) -> tuple[list[str], int]:
@@ -73,7 +82,9 @@ def _rewrite_call(name: str, args: list[str]) -> str | None:
     if name == "list_append" and len(args) == 2:
         return f"(coalesce({args[0]}, []) + [{args[1]}])"
     if name == "list_slice" and len(args) == 3:
-        return f"{args[0]}[({args[1]}) - 1..({args[2]}) - 1]"
+        # ArcadeDB reads slice bounds as 32-bit ints (a bound past 2**31 - 1 gives an empty list):
+        # the end is clamped there, which no list reaches
+        return f"{args[0]}[({args[1]}) - 1..{_clamp(f'({args[2]}) - 1')}]"
     if name == "list_intersect" and len(args) == 2:
         return f"[_x IN coalesce({args[0]}, []) WHERE _x IN coalesce({args[1]}, [])]"
     if name == "offset" and len(args) == 1 and re.fullmatch(r"id\(\s*\w+\s*\)", args[0]):

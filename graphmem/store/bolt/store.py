@@ -16,6 +16,7 @@ import numpy as np
 from graphmem.errors import NotFoundError, StoreError
 from graphmem.models import Learning
 from graphmem.store.bolt.base import BoltBase
+from graphmem.store.bolt.engine_index import BoltEngineIndexes
 
 #: counters written as differences, and the two scores (clamped to [0, 1]) likewise
 _COUNTERS = ("helpful", "harmful", "validations", "contradictions", "times_applied")
@@ -52,8 +53,12 @@ def delta_sets(base: Learning | None, learning: Learning, embedding: Any) -> tup
     return ", ".join(sets), params
 
 
-class BoltOverrides(BoltBase):
-    """Methods whose Kùzu form uses something a Bolt engine lacks (COPY, Kùzu's FTS index)."""
+class BoltOverrides(BoltEngineIndexes, BoltBase):
+    """Methods whose Kùzu form uses something a Bolt engine lacks (COPY, Kùzu's FTS index; the
+    engine's own full-text and vector indexes come from :class:`BoltEngineIndexes`)."""
+
+    #: rows per UNWIND statement of the bulk loads (one round trip each, all in one transaction)
+    bulk_rows = 1000
 
     def reload_catalogs(self) -> None:
         """Rebuild the in-memory mirrors from the database and remember the write counter they
@@ -181,11 +186,6 @@ class BoltOverrides(BoltBase):
         process that wrote them."""
         return rows_map[str(row["id"])]
 
-    def fulltext_learnings(self, normalised_query: str, k: int) -> list[tuple[str, float]]:
-        """Not on Bolt: ranking uses the in-memory BM25 mirror; Kùzu's FTS index has no portable form."""
-        raise StoreError("the database's own full-text index is not used on a Bolt store; "
-                         "graphmem ranks with its in-memory lexical index there")
-
     def bulk_insert_learnings(self, learnings: Sequence[Learning], embeddings: Any) -> None:
         """Many new learnings with their anchor edges: UNWIND batches in one transaction instead
         of Kùzu's COPY. The learnings must not exist yet; the mirrors are reloaded afterwards."""
@@ -215,15 +215,17 @@ class BoltOverrides(BoltBase):
         }
         on_create = {"Tool": "x.success_count = 0, x.error_count = 0, x.created_at = $ts",
                      "Entity": "x.kind = 'thing', x.created_at = $ts"}
-        step = 500
+        step = self.bulk_rows
         with self.transaction():
             self.note_changes(["*"])
             for i in range(0, n, step):
                 self.write("UNWIND $rows AS r CREATE (l:Learning) SET l = r", {"rows": rows[i:i + step]})
             for (rel, label), edges in anchors.items():
-                for name in sorted({e["name"] for e in edges}):
-                    self.write(f"MERGE (x:{label} {{name: $n}}) ON CREATE SET {on_create.get(label, 'x.created_at = $ts')}",
-                               {"n": name, "ts": now})
+                names = sorted({e["name"] for e in edges})
+                for i in range(0, len(names), step):  # the anchor nodes, a batch of names per statement
+                    self.write(f"UNWIND $names AS n MERGE (x:{label} {{name: n}}) "
+                               f"ON CREATE SET {on_create.get(label, 'x.created_at = $ts')}",
+                               {"names": names[i:i + step], "ts": now})
                 for i in range(0, len(edges), step):
                     self.write(f"UNWIND $rows AS r MATCH (l:Learning {{id: r.id}}), (x:{label} {{name: r.name}}) "
                                f"CREATE (l)-[:{rel}]->(x)", {"rows": edges[i:i + step]})

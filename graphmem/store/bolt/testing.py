@@ -137,6 +137,18 @@ class ArcadeServer:
             raise RuntimeError(f"could not create database {name}: {line!r}")
         return self.url(name)
 
+    def sql(self, database: str, command: str, timeout: float = 600.0) -> Any:
+        """Run one ArcadeDB SQL command through the server's HTTP API (what Cypher over Bolt cannot
+        do, e.g. ``CREATE INDEX ON Learning (search_text) FULL_TEXT`` or an ``LSM_VECTOR`` index);
+        returns its ``result`` rows. Raises RuntimeError on an HTTP error."""
+        import httpx
+
+        r = httpx.post(f"http://127.0.0.1:{self.http_port}/api/v1/command/{database}", auth=self.auth,
+                       json={"language": "sql", "command": command}, timeout=timeout)
+        if r.status_code != 200:
+            raise RuntimeError(f"ArcadeDB SQL failed ({r.status_code}): {r.text[:500]}")
+        return r.json().get("result")
+
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the server: close its stdin, then kill it if it does not exit in time."""
         proc, self._proc = self._proc, None
