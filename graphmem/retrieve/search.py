@@ -138,6 +138,9 @@ def _entity_index(store: object, user: str, layout: EventLayout) -> EntityIndex:
         rows = store.event_mention_rows(user)  # type: ignore[attr-defined]
         index = EntityIndex.build(layout.position, layout.linked or [[] for _ in layout.order], rows)
         layout.derived["entity_index"] = index
+        layout.keep_on_append.add("entity_index")  # grown below with the appended events' links
+    elif len(index.linked) < len(layout):
+        index.extend(layout.position, layout.linked, layout.mention_rows)
     return index  # type: ignore[no-any-return]
 
 
@@ -199,19 +202,27 @@ def _diverse_top(final: np.ndarray, session: list[str], k: int, decay: float) ->
 
 def _row_positions(layout: EventLayout) -> dict[int, int]:
     """Event catalog row -> layout position (cached on the layout)."""
-    where = layout.derived.get("row_positions")
+    where: dict[int, int] | None = layout.derived.get("row_positions")
     if where is None:
-        where = {int(row): p for p, row in enumerate(layout.rows)}
+        where = {}
         layout.derived["row_positions"] = where
-    return where  # type: ignore[no-any-return]
+        layout.keep_on_append.add("row_positions")  # positions never move: grown below
+    if len(where) < len(layout):
+        rows = layout.rows
+        where.update((int(rows[p]), p) for p in range(len(where), len(layout)))
+    return where
 
 
 def _time_flags(layout: EventLayout) -> np.ndarray:
     """Per event of the layout: does its text hold a time expression? (cached on the layout)"""
     flags = layout.derived.get("time_flags")
-    if flags is None:
-        flags = np.fromiter((has_time_expression(t) for t in layout.content), dtype=bool, count=len(layout))
+    if flags is None or len(flags) < len(layout):
+        start = 0 if flags is None else len(flags)
+        tail = np.fromiter((has_time_expression(t) for t in layout.content[start:]), dtype=bool,
+                           count=len(layout) - start)
+        flags = tail if flags is None else np.concatenate([flags, tail])
         layout.derived["time_flags"] = flags
+        layout.keep_on_append.add("time_flags")  # positions never move: only new ones are computed
     return flags  # type: ignore[no-any-return]
 
 

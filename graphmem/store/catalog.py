@@ -281,6 +281,7 @@ class EventCatalog:
         self.vectors = VectorMatrix(dim)
         self.user: list[str] = []
         self.lexical = LexicalIndex()  # BM25 over search_text, rows = matrix rows, per user
+        self.generation = 0  # bumped when rows are reloaded (not on appends): search layouts rebuild on it
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -294,6 +295,7 @@ class EventCatalog:
 
     def load(self, ids: list[str], users: list[str], vectors: np.ndarray, texts: list[str | None] | None = None) -> None:
         """Rebuild from scratch."""
+        self.generation += 1
         self.vectors.bulk_load(ids, vectors)
         self.user = list(users)
         self.lexical.load(texts if texts is not None else [None] * len(ids), users, [False] * len(ids))

@@ -84,6 +84,7 @@ class EventStore(KuzuBase):
                     "WITH n MATCH (e:Event {id: $id}) MERGE (e)-[:MENTIONS]->(n)",
                     {"id": event.id, "name": name, "kind": kind, "ts": params["created_at"]},
                 )
+            self.note_layout(event, [*event.entities, *(name for name, _ in mentions)])  # type: ignore[attr-defined]
             self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, embedding, params["search_text"]))
 
     def insert_event_batch(
@@ -140,7 +141,9 @@ class EventStore(KuzuBase):
                     {"rows": [{"name": n, "kind": k, "ts": ts} for n, (k, ts) in entities.items()]},
                 )
                 self.copy_rows("MENTIONS", edge_table(mentioned), "(from='Event', to='Entity')")  # type: ignore[attr-defined]
-            for (event, embedding), params in zip(items, rows):
+            for i, ((event, embedding), params) in enumerate(zip(items, rows)):
+                extra = mentions[i] if mentions is not None else ()
+                self.note_layout(event, [*event.entities, *(name for name, _ in extra)])  # type: ignore[attr-defined]
                 self.on_commit(functools.partial(
                     self.event_catalog.add, event.id, event.user_id, embedding, params["search_text"]))
 
