@@ -72,10 +72,23 @@ class EventService:
         )
         deps = self.deps
         found = event_mentions(deps.store, deps.settings, deps.user, [event])
-        deps.store.insert_event(event, deps.embed_one(event.content), found[0] if found else ())
+        if deps.settings.event_embed_later:  # row now, embedding with the next search (one batch)
+            deps.store.insert_event(event, None, found[0] if found else ())
+            if deps.store.pending_embeddings() >= deps.settings.event_embed_queue_max:
+                self.drain()
+        else:
+            deps.store.insert_event(event, deps.embed_one(event.content), found[0] if found else ())
         if event.kind in ("tool_call", "tool_result") and event.tool_name:
             after_event(deps, event)  # the implicit outcome tracker: tool results become outcomes
         return event
+
+    def drain(self) -> int:
+        """Embed the events ``record_event`` queued (``Settings.event_embed_later``) in one
+        batch and make them searchable; returns how many. Search over events calls it first."""
+        store = self.deps.store
+        if not store.pending_embeddings():
+            return 0
+        return store.drain_event_embeddings(lambda texts: self.deps.embedder.embed(texts))
 
     def make_event(
         self,
@@ -148,6 +161,7 @@ class EventService:
                 raise type(e)(f"item {i}: {e}") from e
         if not events:
             return []
+        self.drain()  # queued single events first: the catalog keeps the order they were written in
         vectors = embed_with_progress(self.deps.embedder, [e.content for e in events], progress)
         found = event_mentions(self.deps.store, self.deps.settings, self.deps.user, events)
         self.deps.store.insert_event_batch(list(zip(events, vectors)), found)

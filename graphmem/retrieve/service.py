@@ -235,6 +235,8 @@ class RetrievalService:
         topic_names = tuple(names("topic", topics))
         if not text and not tool_name and not entity_names and not topic_names:
             raise InvalidInputError("search needs query text, or a tool, entities or topics to anchor on")
+        if over in ("events", "all") and self.deps.store.pending_embeddings():
+            self.deps.store.drain_event_embeddings(self.deps.embedder.embed)  # recorded with event_embed_later
         with self.deps.store.hold_writer():
             return self._search(text, k, over, tool_name, entity_names, topic_names)
 
