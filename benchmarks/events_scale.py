@@ -16,8 +16,9 @@ on this machine would take hours. Then, in this process:
   ``--queries`` questions, each followed by the same question embedded alone (the bare
   embedding, same process, same moment): the ratio of the two p50s is the figure to read on a
   busy machine;
-- ``record_event`` p50 (MiniLM embedding included) and a check that a search issued right after
-  each ``record_event`` returns finds that event;
+- ``record_event`` p50 (MiniLM embedding included), then with ``event_embed_later`` (the row
+  written at once, the embedding with the next search), each followed by a search for it: the
+  search's time right after a write, and a check that it finds the event;
 - RSS after the queries and the peak.
 
 Results go to benchmarks/results/local/events_scale.json.
@@ -31,7 +32,7 @@ import multiprocessing
 import resource
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -230,14 +231,22 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
             bare.append((time.perf_counter() - t) * 1e3)
             bare_cpu.append((time.process_time() - c) * 1e3)
         rss_queries = rss_mb()
-        record_ms, found = [], 0
-        for i in range(30):
-            text = f"Benchmark turn {i}: Zorblax{i} brought a violin to {PLACES[i % len(PLACES)]}"
-            t = time.perf_counter()
-            event = mem.record_event("message", text, role="Dana", session_id="bench")
-            record_ms.append((time.perf_counter() - t) * 1e3)
-            hits = mem.search(text, over="events", k=5)
-            found += any(h.id == event.id for h in hits)
+        writes: dict[str, dict[str, list[float]]] = {}
+        found = {"now": 0, "later": 0}
+        for mode in ("now", "later"):
+            mem.settings = mem.settings.model_copy(update={"event_embed_later": mode == "later"})
+            w = writes[mode] = {"record": [], "record_cpu": [], "search": [], "search_cpu": []}
+            for i in range(30):
+                text = f"Benchmark turn {i} {mode}: Zorblax{i} brought a violin to {PLACES[i % len(PLACES)]}"
+                t, c = time.perf_counter(), time.process_time()
+                event = mem.record_event("message", text, role="Dana", session_id=f"bench{i % 3}")
+                w["record"].append((time.perf_counter() - t) * 1e3)
+                w["record_cpu"].append((time.process_time() - c) * 1e3)
+                t, c = time.perf_counter(), time.process_time()
+                hits = mem.search(text, over="events", k=5)
+                w["search"].append((time.perf_counter() - t) * 1e3)
+                w["search_cpu"].append((time.process_time() - c) * 1e3)
+                found[mode] += any(h.id == event.id for h in hits)
     finally:
         mem.close()
     p50, e50 = pct(wall, 50), pct(bare, 50)
@@ -248,8 +257,17 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
         "search_cpu_p50_ms": round(pct(cpu_ms, 50), 2),
         "embed_query_p50_ms": round(e50, 2), "embed_query_cpu_p50_ms": round(pct(bare_cpu, 50), 2),
         "search_over_embed": round(p50 / e50, 2) if e50 else None,
-        "record_event_p50_ms": round(pct(record_ms, 50), 2),
-        "record_event_found_by_next_search": f"{found}/30",
+        "record_event_p50_ms": round(pct(writes["now"]["record"], 50), 2),
+        "record_event_cpu_p50_ms": round(pct(writes["now"]["record_cpu"], 50), 2),
+        "search_after_write_p50_ms": round(pct(writes["now"]["search"], 50), 2),
+        "search_after_write_cpu_p50_ms": round(pct(writes["now"]["search_cpu"], 50), 2),
+        "record_event_found_by_next_search": f"{found['now']}/30",
+        "later_record_event_p50_ms": round(pct(writes["later"]["record"], 50), 2),
+        "later_record_event_p95_ms": round(pct(writes["later"]["record"], 95), 2),
+        "later_record_event_cpu_p50_ms": round(pct(writes["later"]["record_cpu"], 50), 2),
+        "later_search_after_write_p50_ms": round(pct(writes["later"]["search"], 50), 2),
+        "later_search_after_write_cpu_p50_ms": round(pct(writes["later"]["search_cpu"], 50), 2),
+        "later_found_by_next_search": f"{found['later']}/30",
         "rss_with_model_mb": round(rss_model, 1), "rss_after_open_mb": round(rss_open, 1),
         "rss_after_queries_mb": round(rss_queries, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),

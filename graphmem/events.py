@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from graphmem.embed import embed_with_progress
+import numpy as np
+
+from graphmem.embed import QUERY_BATCH_MAX, embed_queries, embed_with_progress
 from graphmem.errors import InvalidInputError
 from graphmem.inputs import (
     json_object,
@@ -34,6 +36,19 @@ from graphmem.trust import own_objective
 
 if TYPE_CHECKING:
     from graphmem.deps import Deps
+
+
+def embedding_of(embedder: Any) -> Callable[[list[str]], np.ndarray]:
+    """How a drain embeds its texts: a few in one forward pass on the query threads (a search
+    right after a ``record_event`` drains one text), many through the batch path."""
+
+    def embed(texts: list[str]) -> np.ndarray:
+        if len(texts) <= QUERY_BATCH_MAX:
+            return embed_queries(embedder, texts)
+        return np.asarray(embedder.embed(texts), dtype=np.float32)
+
+    return embed
+
 
 _OUTBOUND_ROLES = frozenset({"assistant", "agent", "tool", "system"})
 
@@ -88,7 +103,7 @@ class EventService:
         store = self.deps.store
         if not store.pending_embeddings():
             return 0
-        return store.drain_event_embeddings(lambda texts: self.deps.embedder.embed(texts))
+        return store.drain_event_embeddings(embedding_of(self.deps.embedder))
 
     def make_event(
         self,

@@ -54,7 +54,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -243,6 +243,20 @@ def _session_centroids(layout: EventLayout, matrix: np.ndarray) -> tuple[np.ndar
     return cached  # type: ignore[no-any-return]
 
 
+def _user_cosines(vectors: Any, rows: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """``(len(rows), k)`` cosines of the catalog rows ``rows`` to ``k`` unit vectors, as float64.
+    When most of the mirror is this user's, the whole mirror is scanned in one pass for all
+    ``k`` vectors (no copy of their rows per query; a view when ``rows`` is the whole mirror in
+    order, as for a file with one user); else just their rows are multiplied."""
+    n = len(vectors)
+    if 2 * rows.size < n:
+        return (vectors.matrix[rows] @ units.T).astype(np.float64)  # type: ignore[no-any-return]
+    sims = vectors.cosines(units)
+    if not (rows.size == n and rows[0] == 0 and rows[-1] == n - 1):  # rows rise strictly (layout order)
+        sims = sims[rows]
+    return sims.astype(np.float64)  # type: ignore[no-any-return]
+
+
 def _anchor_pool(sig: _Signals) -> np.ndarray | None:
     """The events linked to a query entity (a speaker's own turns), or None when none are."""
     if float(sig.entity.max(initial=0.0)) <= 0:
@@ -396,13 +410,14 @@ class EventSearch:
         top = float(final[seeds[0]])
         if top <= 0:
             return np.zeros(n)
-        matrix = self.store.event_catalog.vectors.matrix[layout.rows]
+        vectors = self.store.event_catalog.vectors
         share = np.clip(final[seeds] / top, 0.0, None).astype(np.float32)
-        centroid = (matrix[seeds] * share[:, None]).sum(axis=0)
+        centroid = (vectors.matrix[layout.rows[seeds]] * share[:, None]).sum(axis=0)
         vec = sig.qvec + centroid / (float(np.linalg.norm(centroid)) or 1.0)
         others = np.ones(n, dtype=bool)
         others[seeds] = False  # the statistics leave out the hits the vector came from
-        out = _pool_z((matrix @ (vec / (float(np.linalg.norm(vec)) or 1.0))).astype(np.float64), others)
+        unit = (vec / (float(np.linalg.norm(vec)) or 1.0)).astype(np.float32)
+        out = _pool_z(_user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
         pool = _anchor_pool(sig)
         if pool is not None:
             out = out * np.where(pool, 1.0, 1.0 - float(pool[seeds].mean()))
@@ -425,10 +440,7 @@ class EventSearch:
         # most of the mirror is this user's: scan it whole and pick their rows (no copy of their
         # vectors per query); else multiply just their rows
         vectors = self.store.event_catalog.vectors
-        if 2 * layout.rows.size >= len(vectors):
-            sims = np.stack([vectors.cosine(u)[layout.rows] for u in unit], axis=1).astype(np.float64)
-        else:
-            sims = (vectors.matrix[layout.rows] @ unit.T).astype(np.float64)
+        sims = _user_cosines(vectors, layout.rows, unit)
         session_sim = None
         if self.settings.search_weight_session > 0:
             centroids, member = _session_centroids(layout, self.store.event_catalog.vectors.matrix)

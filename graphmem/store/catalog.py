@@ -111,6 +111,18 @@ class VectorMatrix:
         return torch.mv(torch.from_numpy(self.matrix), torch.from_numpy(q)).numpy()
 
 
+    def cosines(self, units: np.ndarray) -> np.ndarray:
+        """``(n, k)`` dot products of every row with ``k`` unit vectors, in one pass over the
+        matrix (on torch's thread pool when torch is installed, see :meth:`cosine`)."""
+        u = np.require(np.asarray(units, dtype=np.float32), requirements=["C", "W"])
+        if not self.ids:
+            return np.zeros((0, u.shape[0]), dtype=np.float32)
+        torch = _torch()
+        if torch is None:
+            return self.matrix @ u.T  # type: ignore[no-any-return]
+        return torch.mm(torch.from_numpy(self.matrix), torch.from_numpy(u).t()).numpy()  # type: ignore[no-any-return]
+
+
 class LearningCatalog:
     """Learnings' embeddings and the columns retrieval filters and ranks on.
 
