@@ -233,11 +233,13 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
         rss_queries = rss_mb()
         writes: dict[str, dict[str, list[float]]] = {}
         found = {"now": 0, "later": 0}
+        nonce = "".join(chr(97 + int(x)) for x in np.random.default_rng().integers(0, 26, 6))
         for mode in ("now", "later"):
             mem.settings = mem.settings.model_copy(update={"event_embed_later": mode == "later"})
             w = writes[mode] = {"record": [], "record_cpu": [], "search": [], "search_cpu": []}
             for i in range(30):
-                text = f"Benchmark turn {i} {mode}: Zorblax{i} brought a violin to {PLACES[i % len(PLACES)]}"
+                tag = f"{nonce}{mode[0]}{i}"  # a word no other event holds (the file may be reused)
+                text = f"Benchmark turn {i}: Zorblax{tag} brought a violin to {PLACES[i % len(PLACES)]}"
                 t, c = time.perf_counter(), time.process_time()
                 event = mem.record_event("message", text, role="Dana", session_id=f"bench{i % 3}")
                 w["record"].append((time.perf_counter() - t) * 1e3)

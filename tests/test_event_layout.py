@@ -11,7 +11,7 @@ import numpy as np
 
 from graphmem import Memory
 from graphmem.retrieve.entities import EntityIndex
-from graphmem.retrieve.search import _entity_index, _row_positions, _time_flags
+from graphmem.retrieve.search import _entity_index, _RankOf, _ranks, _row_positions, _time_flags, _top
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -150,3 +150,14 @@ def test_concurrent_writes_and_searches(make_memory: Callable[..., Memory]) -> N
     layout = mem.store.event_layout("alice")
     assert len(layout) == 12 + 45
     assert layout.same_as(mem.store._build_layout("alice"))  # type: ignore[attr-defined]
+
+
+def test_top_k_and_ranks_equal_a_full_stable_sort() -> None:
+    rng = np.random.default_rng(3)
+    for n, k in ((1000, 10), (1000, 40), (50, 12), (300, 0), (5, 9)):
+        values = rng.integers(0, 20, n).astype(np.float64)  # many ties
+        assert np.array_equal(_top(values, k), np.argsort(-values, kind="stable")[:k])
+        present = values > 3
+        full = _ranks(values, present)
+        lazy = _RankOf(values, present)
+        assert all(lazy[i] == full[i] for i in range(n))

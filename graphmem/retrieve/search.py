@@ -184,10 +184,9 @@ def _diverse_top(final: np.ndarray, session: list[str], k: int, decay: float) ->
     """The ``k`` best positions, where each further hit from a session already in the list
     counts ``decay`` times less (1.0: plain top k). Answers spread over sessions (multi-hop
     questions) then reach the list instead of more turns around one strong hit."""
-    order = np.argsort(-final, kind="stable")
     if decay >= 1.0 or k <= 0:
-        return order[:k]
-    pool = order[: 4 * k]
+        return _top(final, k)
+    pool = _top(final, 4 * k)
     seen: dict[str, int] = {}
     chosen: list[int] = []
     left = [int(p) for p in pool]
@@ -272,6 +271,35 @@ def _pool_z(values: np.ndarray, among: np.ndarray) -> np.ndarray:
         return np.zeros(values.shape[0])
     std = float(sub.std()) or 1.0
     return np.clip((values - float(sub.mean())) / std, 0.0, None) / 4.0  # type: ignore[no-any-return]
+
+
+def _top(values: np.ndarray, k: int) -> np.ndarray:
+    """The first ``k`` of ``np.argsort(-values, kind="stable")`` (best first, ties in position
+    order) without sorting every value: a partition finds the k-th best, then only the values
+    at least as good are sorted."""
+    n = values.shape[0]
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if 4 * k >= n:
+        return np.argsort(-values, kind="stable")[:k]
+    kth = np.partition(-values, k - 1)[k - 1]  # minus the k-th best value
+    cand = np.flatnonzero(-values <= kth)  # every value at least as good, in position order
+    return cand[np.argsort(-values[cand], kind="stable")][:k]  # type: ignore[no-any-return]
+
+
+class _RankOf:
+    """1-based rank by descending score (+inf where not present) of single positions, computed
+    on demand: the reasons of a few hits need it, and ranking every event costs a sort."""
+
+    def __init__(self, scores: np.ndarray, present: np.ndarray) -> None:
+        self.scores, self.present = scores, present
+
+    def __getitem__(self, i: int) -> float:
+        if not self.present[i]:
+            return float("inf")
+        v = self.scores[i]
+        better = (self.scores > v) | ((self.scores == v) & (np.arange(self.scores.shape[0]) < i))
+        return float(np.count_nonzero(better & self.present) + 1)
 
 
 def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
@@ -406,7 +434,7 @@ class EventSearch:
         n = final.shape[0]
         if s.search_weight_rocchio <= 0 or s.search_rocchio_docs <= 0 or sig.qvec is None or n < 2:
             return np.zeros(n)
-        seeds = np.argsort(-final, kind="stable")[: s.search_rocchio_docs]
+        seeds = _top(final, s.search_rocchio_docs)
         top = float(final[seeds[0]])
         if top <= 0:
             return np.zeros(n)
@@ -456,9 +484,11 @@ class EventSearch:
         dense = sig.dense
         if sig.stripped is not None and s.search_weight_stripped > 0:
             dense = (1.0 - s.search_weight_stripped) * sig.dense + s.search_weight_stripped * sig.stripped
-        dense_rank = _ranks(dense, np.ones(n, dtype=bool))
-        bm_rank = _ranks(sig.bm25, sig.bm25 > 0)
+        dense_rank: Any = _RankOf(dense, np.ones(n, dtype=bool))  # for the reasons of the hits
+        bm_rank: Any = _RankOf(sig.bm25, sig.bm25 > 0)
         if s.search_fusion == "rrf":
+            dense_rank = _ranks(dense, np.ones(n, dtype=bool))
+            bm_rank = _ranks(sig.bm25, sig.bm25 > 0)
             v = np.where(dense_rank <= cand, 1.0 / (s.rrf_k + dense_rank), 0.0)
             t = np.where(np.isfinite(bm_rank), 1.0 / (s.rrf_k + bm_rank), 0.0)
         else:  # "score": z-scored cosine (clipped at 0) and max-normalised BM25
@@ -538,7 +568,7 @@ class EventSearch:
         if top <= 0:
             return hop, via
         skip = set(wanted)
-        seeds = np.argsort(-final, kind="stable")[: s.search_hop_seeds]
+        seeds = _top(final, s.search_hop_seeds)
         norm = math.log(n + 1)
         for seed in seeds:
             share = float(final[seed]) / top
@@ -561,7 +591,7 @@ class EventSearch:
         n = final.shape[0]
         if s.search_weight_feedback <= 0 or s.search_hop_seeds <= 0 or n < 2 or float(final.max()) <= 0:
             return np.zeros(n)
-        seeds = np.argsort(-final, kind="stable")[: s.search_hop_seeds]
+        seeds = _top(final, s.search_hop_seeds)
         matrix = self.store.event_catalog.vectors.matrix[layout.rows]
         sims = (matrix @ matrix[seeds].T).astype(np.float64) * (final[seeds] / float(final.max()))[None, :]
         sims[seeds, np.arange(seeds.size)] = 0.0  # a seed does not feed back to itself
@@ -585,7 +615,7 @@ class EventSearch:
         lexical = self.store.event_catalog.lexical
         n_docs, _ = lexical.stats(self.user)
         skip = set(sig.query_terms)
-        seeds = np.argsort(-final, kind="stable")[: s.search_prf_docs]
+        seeds = _top(final, s.search_prf_docs)
         weight: dict[str, float] = {}
         for seed in seeds:
             share = float(final[seed]) / top

@@ -115,12 +115,15 @@ class VectorMatrix:
         """``(n, k)`` dot products of every row with ``k`` unit vectors, in one pass over the
         matrix (on torch's thread pool when torch is installed, see :meth:`cosine`)."""
         u = np.require(np.asarray(units, dtype=np.float32), requirements=["C", "W"])
+        k = u.shape[0]
         if not self.ids:
-            return np.zeros((0, u.shape[0]), dtype=np.float32)
+            return np.zeros((0, k), dtype=np.float32)
+        if k == 1:  # the same matrix-matrix kernel as for two: a vector's cosines do not depend on k
+            u = np.vstack([u, np.zeros_like(u)])
         torch = _torch()
         if torch is None:
-            return self.matrix @ u.T  # type: ignore[no-any-return]
-        return torch.mm(torch.from_numpy(self.matrix), torch.from_numpy(u).t()).numpy()  # type: ignore[no-any-return]
+            return (self.matrix @ u.T)[:, :k]  # type: ignore[no-any-return]
+        return torch.mm(torch.from_numpy(self.matrix), torch.from_numpy(u).t()).numpy()[:, :k]  # type: ignore[no-any-return]
 
 
 class LearningCatalog:

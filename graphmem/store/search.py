@@ -399,10 +399,17 @@ class SearchStore(KuzuBase):
         return row["off"]
 
     def events_by_ids(self, ids: Sequence[str]) -> dict[str, Event]:
-        """Events by id in one query (missing ids are absent from the result)."""
+        """Events by id (missing ids are absent from the result): a primary-key lookup per id
+        for a few ids (Kùzu 0.11 answers ``e.id IN $ids`` by scanning every event: ~30 ms at 100k
+        events), one scanning query for many."""
         if not ids:
             return {}
-        rows = self.read(f"MATCH (e:Event) WHERE e.id IN $ids RETURN {_EVENT_RETURN}", {"ids": list(ids)})
+        if len(ids) <= 64:
+            rows = []
+            for ident in dict.fromkeys(ids):
+                rows += self.read(f"MATCH (e:Event {{id: $id}}) RETURN {_EVENT_RETURN}", {"id": ident})
+        else:
+            rows = self.read(f"MATCH (e:Event) WHERE e.id IN $ids RETURN {_EVENT_RETURN}", {"ids": list(ids)})
         events = [event_from_row(r) for r in rows]
         return {e.id: e for e in events}
 
