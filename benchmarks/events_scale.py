@@ -65,6 +65,8 @@ QUESTIONS = [
 ]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 MONTHS = ["January", "March", "May", "July", "September", "November"]
+RARE = ["aardvark", "quasar", "zeppelin", "marmalade", "obsidian", "tuba", "glacier", "walrus", "origami",
+        "saxophone", "volcano", "cactus", "lantern", "nebula", "pretzel", "harpoon", "igloo", "kazoo", "mosaic"]
 USER = "alice"
 SESSION_TURNS = 30
 
@@ -238,8 +240,8 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
             mem.settings = mem.settings.model_copy(update={"event_embed_later": mode == "later"})
             w = writes[mode] = {"record": [], "record_cpu": [], "search": [], "search_cpu": []}
             for i in range(30):
-                tag = f"{nonce}{mode[0]}{i}"  # a word no other event holds (the file may be reused)
-                text = f"Benchmark turn {i}: Zorblax{tag} brought a violin to {PLACES[i % len(PLACES)]}"
+                words = " ".join(RARE[(7 * i + j * 5 + (mode == "later")) % len(RARE)] for j in range(3))
+                text = f"Zq{nonce}{mode[0]}{i} {words}"  # a word no other event holds (the file may be reused)
                 t, c = time.perf_counter(), time.process_time()
                 event = mem.record_event("message", text, role="Dana", session_id=f"bench{i % 3}")
                 w["record"].append((time.perf_counter() - t) * 1e3)
