@@ -16,8 +16,9 @@ on this machine would take hours. Then, in this process:
   ``--queries`` questions, each followed by the same question embedded alone (the bare
   embedding, same process, same moment): the ratio of the two p50s is the figure to read on a
   busy machine;
-- ``record_event`` p50 (MiniLM embedding included) and a check that a search issued right after
-  each ``record_event`` returns finds that event;
+- ``record_event`` p50 (MiniLM embedding included), then with ``event_embed_later`` (the row
+  written at once, the embedding with the next search), each followed by a search for it: the
+  search's time right after a write, and a check that it finds the event;
 - RSS after the queries and the peak.
 
 Results go to benchmarks/results/local/events_scale.json.
@@ -31,7 +32,7 @@ import multiprocessing
 import resource
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,8 @@ QUESTIONS = [
 ]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 MONTHS = ["January", "March", "May", "July", "September", "November"]
+RARE = ["aardvark", "quasar", "zeppelin", "marmalade", "obsidian", "tuba", "glacier", "walrus", "origami",
+        "saxophone", "volcano", "cactus", "lantern", "nebula", "pretzel", "harpoon", "igloo", "kazoo", "mosaic"]
 USER = "alice"
 SESSION_TURNS = 30
 
@@ -102,28 +105,78 @@ def pool_vectors(texts: list[str], embedder: Any) -> np.ndarray:
     cache = folder / f"events_pool_{len(texts)}.npy"
     if cache.exists():
         return np.load(cache)
+    for bigger in sorted(folder.glob("events_pool_*.npy"), key=lambda f: int(f.stem.rsplit("_", 1)[1])):
+        if int(bigger.stem.rsplit("_", 1)[1]) >= len(texts):  # turns(n) is a prefix of turns(n + k)
+            return np.load(bigger, mmap_mode="r")[: len(texts)].astype(np.float32)
     t = time.perf_counter()
-    vectors = np.vstack([embedder.embed(texts[s : s + 256]) for s in range(0, len(texts), 256)]).astype(np.float32)
-    print(f"  embedded the pool of {len(texts)} texts in {time.perf_counter() - t:.0f} s", flush=True)
+    unique = list(dict.fromkeys(texts))  # turns repeat: each distinct text is embedded once
+    where = {text: i for i, text in enumerate(unique)}
+    done = np.vstack([embedder.embed(unique[s : s + 256]) for s in range(0, len(unique), 256)]).astype(np.float32)
+    vectors = done[[where[text] for text in texts]]
+    print(f"  embedded the pool of {len(texts)} texts ({len(unique)} distinct) in {time.perf_counter() - t:.0f} s",
+          flush=True)
     np.save(cache, vectors)
     return vectors
 
 
+def _event_table(columns: list[tuple[str, str]], lo: int, hi: int, specs: list[dict[str, Any]], m: int,
+                 vecs: np.ndarray) -> Any:
+    """Turns ``lo`` to ``hi`` as an Arrow table in the Event table's column order (for COPY)."""
+    import uuid
+
+    import pyarrow as pa
+
+    from graphmem.store.copy import arrow_type
+    from graphmem.store.text import search_text
+
+    start_time = datetime(2025, 1, 1)
+    texts, sessions, roles = [], [], []
+    for i in range(lo, hi):
+        s = specs[i] if i < m else specs[i % m]
+        texts.append(s["text"] if i < m else f"{s['text']} (turn {i})")
+        sessions.append(specs[i]["session"])
+        roles.append(s["speaker"])
+    n = hi - lo
+    values: dict[str, Any] = {
+        "id": [str(uuid.uuid4()) for _ in range(n)], "user_id": [USER] * n, "session_id": sessions,
+        "kind": ["message"] * n, "role": roles, "direction": ["inbound"] * n, "is_owner": [False] * n,
+        "content": texts, "search_text": [search_text(t) for t in texts], "entities": [[r] for r in roles],
+        "created_at": [start_time + timedelta(minutes=i) for i in range(lo, hi)], "metadata": ["{}"] * n,
+    }
+    arrays = {}
+    for name, kuzu_type in columns:
+        if name == "embedding":
+            arrays[name] = pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel()), vecs.shape[1])
+        elif name in values:
+            arrays[name] = pa.array(values[name], type=arrow_type(kuzu_type))
+        else:
+            arrays[name] = pa.nulls(n, type=arrow_type(kuzu_type))
+    return pa.table(arrays)
+
+
 def _build_child(path: Path, n: int, pool: int, batch: int) -> None:
-    """Build the file (runs in a spawned child, so its memory is not counted in the parent)."""
+    """Build the file with Kùzu's COPY (runs in a spawned child, so its memory is not counted in
+    the parent): Event nodes ``batch`` at a time, the speakers as Entity nodes, MENTIONS edges."""
+    import pyarrow as pa
+
     from graphmem.embed import SentenceTransformerEmbedder
-    from graphmem.models import Event
     from graphmem.store import KuzuGraphStore
+    from graphmem.store.copy import copy_into
 
     embedder = SentenceTransformerEmbedder()
     specs = turns(n)
     m = min(n, pool)
     base = pool_vectors([s["text"] for s in specs[:m]], embedder)
     rng = np.random.default_rng(7)
-    start_time = datetime(2025, 1, 1, tzinfo=UTC)
     store = KuzuGraphStore(path, dim=embedder.dim, embedder_name=embedder.name)
     t = time.perf_counter()
     try:
+        columns = [(str(r["name"]), str(r["type"])) for r in store.read("CALL table_info('Event') RETURN name, type")]
+        with store.exclusive():
+            conn = store._conn_main
+            for name in FIRST:
+                conn.execute("MERGE (n:Entity {name: $n}) ON CREATE SET n.kind = 'thing', n.created_at = $ts",
+                             {"n": name, "ts": datetime(2025, 1, 1)})
         for lo in range(0, n, batch):
             hi = min(n, lo + batch)
             vecs = base[np.arange(lo, hi) % m].copy()
@@ -131,16 +184,12 @@ def _build_child(path: Path, n: int, pool: int, batch: int) -> None:
                 far = np.arange(lo, hi) >= m
                 vecs[far] += rng.normal(0, 0.02, (int(far.sum()), vecs.shape[1])).astype(np.float32)
                 vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-            items = []
-            for i in range(lo, hi):
-                s = specs[i] if i < m else {**specs[i % m], "session": specs[i]["session"]}
-                text = s["text"] if i < m else f"{s['text']} (turn {i})"
-                items.append((Event(
-                    user_id=USER, session_id=s["session"], kind="message", role=s["speaker"], content=text,
-                    created_at=start_time + timedelta(minutes=i), entities=[s["speaker"]],
-                ), vecs[i - lo]))
-            store.insert_event_batch(items)
-            if (hi // batch) % 10 == 0 or hi == n:
+            table = _event_table(columns, lo, hi, specs, m, vecs)
+            edges = pa.table({"from": table.column("id"), "to": table.column("role")})
+            with store.exclusive():
+                copy_into(store._conn_main, "Event", table)
+                copy_into(store._conn_main, "MENTIONS", edges, "(from='Event', to='Entity')")
+            if (hi // batch) % 5 == 0 or hi == n:
                 print(f"  wrote {hi}/{n} events ({time.perf_counter() - t:.0f} s)", flush=True)
     finally:
         store.close()
@@ -151,13 +200,14 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
     from graphmem import Memory
     from graphmem.embed import SentenceTransformerEmbedder
 
-    path = workdir / f"events_{n}.kuzu"
+    path = workdir / f"events_{n}_{pool}.kuzu"
     t = time.perf_counter()
-    proc = multiprocessing.get_context("spawn").Process(target=_build_child, args=(path, n, pool, batch))
-    proc.start()
-    proc.join()
-    if proc.exitcode != 0:
-        raise RuntimeError(f"building {path} failed (exit code {proc.exitcode})")
+    if not path.exists():  # a kept file (--workdir) is reused
+        proc = multiprocessing.get_context("spawn").Process(target=_build_child, args=(path, n, pool, batch))
+        proc.start()
+        proc.join()
+        if proc.exitcode != 0:
+            raise RuntimeError(f"building {path} failed (exit code {proc.exitcode})")
     build_s = time.perf_counter() - t
     file_mb = sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
     print(f"[{n}] built in {build_s:.1f} s ({file_mb:.0f} MB); opening", flush=True)
@@ -183,14 +233,24 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
             bare.append((time.perf_counter() - t) * 1e3)
             bare_cpu.append((time.process_time() - c) * 1e3)
         rss_queries = rss_mb()
-        record_ms, found = [], 0
-        for i in range(30):
-            text = f"Benchmark turn {i}: Zorblax{i} brought a violin to {PLACES[i % len(PLACES)]}"
-            t = time.perf_counter()
-            event = mem.record_event("message", text, role="Dana", session_id="bench")
-            record_ms.append((time.perf_counter() - t) * 1e3)
-            hits = mem.search(text, over="events", k=5)
-            found += any(h.id == event.id for h in hits)
+        writes: dict[str, dict[str, list[float]]] = {}
+        found = {"now": 0, "later": 0}
+        nonce = "".join(chr(97 + int(x)) for x in np.random.default_rng().integers(0, 26, 6))
+        for mode in ("now", "later"):
+            mem.settings = mem.settings.model_copy(update={"event_embed_later": mode == "later"})
+            w = writes[mode] = {"record": [], "record_cpu": [], "search": [], "search_cpu": []}
+            for i in range(30):
+                words = " ".join(RARE[(7 * i + j * 5 + (mode == "later")) % len(RARE)] for j in range(3))
+                text = f"Zq{nonce}{mode[0]}{i} {words}"  # a word no other event holds (the file may be reused)
+                t, c = time.perf_counter(), time.process_time()
+                event = mem.record_event("message", text, role="Dana", session_id=f"bench{i % 3}")
+                w["record"].append((time.perf_counter() - t) * 1e3)
+                w["record_cpu"].append((time.process_time() - c) * 1e3)
+                t, c = time.perf_counter(), time.process_time()
+                hits = mem.search(text, over="events", k=5)
+                w["search"].append((time.perf_counter() - t) * 1e3)
+                w["search_cpu"].append((time.process_time() - c) * 1e3)
+                found[mode] += any(h.id == event.id for h in hits)
     finally:
         mem.close()
     p50, e50 = pct(wall, 50), pct(bare, 50)
@@ -201,8 +261,17 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
         "search_cpu_p50_ms": round(pct(cpu_ms, 50), 2),
         "embed_query_p50_ms": round(e50, 2), "embed_query_cpu_p50_ms": round(pct(bare_cpu, 50), 2),
         "search_over_embed": round(p50 / e50, 2) if e50 else None,
-        "record_event_p50_ms": round(pct(record_ms, 50), 2),
-        "record_event_found_by_next_search": f"{found}/30",
+        "record_event_p50_ms": round(pct(writes["now"]["record"], 50), 2),
+        "record_event_cpu_p50_ms": round(pct(writes["now"]["record_cpu"], 50), 2),
+        "search_after_write_p50_ms": round(pct(writes["now"]["search"], 50), 2),
+        "search_after_write_cpu_p50_ms": round(pct(writes["now"]["search_cpu"], 50), 2),
+        "record_event_found_by_next_search": f"{found['now']}/30",
+        "later_record_event_p50_ms": round(pct(writes["later"]["record"], 50), 2),
+        "later_record_event_p95_ms": round(pct(writes["later"]["record"], 95), 2),
+        "later_record_event_cpu_p50_ms": round(pct(writes["later"]["record_cpu"], 50), 2),
+        "later_search_after_write_p50_ms": round(pct(writes["later"]["search"], 50), 2),
+        "later_search_after_write_cpu_p50_ms": round(pct(writes["later"]["search_cpu"], 50), 2),
+        "later_found_by_next_search": f"{found['later']}/30",
         "rss_with_model_mb": round(rss_model, 1), "rss_after_open_mb": round(rss_open, 1),
         "rss_after_queries_mb": round(rss_queries, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -217,13 +286,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, nargs="+", default=[600, 100000])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--pool", type=int, default=2000, help="turn texts embedded by MiniLM; the rest reuse them")
-    parser.add_argument("--batch", type=int, default=5000, help="events per write transaction while building")
+    parser.add_argument("--batch", type=int, default=50000, help="events per COPY while building")
     parser.add_argument("--workdir", type=Path, default=None, help="where the files are built (default: a temp dir)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="build the files in this folder and keep them (a file already there is reused)")
+    parser.add_argument("--build-only", action="store_true", help="only build the files (with --keep)")
     args = parser.parse_args(argv)
     results = []
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
         for n in args.events:
-            results.append(measure(n, args.queries, args.pool, args.batch, Path(tmp)))
+            if args.build_only:
+                path = args.keep / f"events_{n}_{args.pool}.kuzu"
+                if not path.exists():
+                    _build_child(path, n, args.pool, args.batch)
+            else:
+                results.append(measure(n, args.queries, args.pool, args.batch, args.keep))
+        if args.build_only:
+            return 0
+    else:
+        with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+            for n in args.events:
+                results.append(measure(n, args.queries, args.pool, args.batch, Path(tmp)))
     folder = RESULTS / "local"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "events_scale.json").write_text(json.dumps(results, indent=2))

@@ -185,6 +185,10 @@ class Settings(BaseModel):
     # the anchored speaker's turns when those are the best hits (fitted on LoCoMo conversations 0-4)
     search_weight_rocchio: float = 0.1
     search_rocchio_docs: int = 5
+    # record_event writes the event row at once and queues its embedding: the next search over
+    # events (or record_events, or this many queued events) embeds the queue in one batch first
+    event_embed_later: bool = False
+    event_embed_queue_max: int = 256
 
     # --- curation (seed 002 curator, DESIGN.md) ------------------------------------------
     dedup_similarity: float = 0.85
@@ -389,7 +393,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_hop_seeds": _COUNT, "search_hop_max_events": _COUNT, "search_weight_date": _COUNT,
     "search_session_decay": _UNIT, "search_weight_feedback": _COUNT, "search_weight_stripped": _UNIT,
     "search_weight_session": _COUNT,
-    "search_weight_rocchio": _COUNT, "search_rocchio_docs": _COUNT,
+    "search_weight_rocchio": _COUNT, "search_rocchio_docs": _COUNT, "event_embed_queue_max": _POSITIVE,
     "search_weight_prf": _COUNT, "search_weight_address": _COUNT, "search_prf_docs": _COUNT, "search_prf_terms": _COUNT,
     "dedup_similarity": _UNIT, "contradiction_similarity": _UNIT, "actionability_threshold": _UNIT,
     "actionability_w_directive": _UNIT, "actionability_w_condition": _UNIT,

@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from graphmem.embed import embed_with_progress
+import numpy as np
+
+from graphmem.embed import QUERY_BATCH_MAX, embed_queries, embed_with_progress
 from graphmem.errors import InvalidInputError
 from graphmem.inputs import (
     json_object,
@@ -34,6 +36,19 @@ from graphmem.trust import own_objective
 
 if TYPE_CHECKING:
     from graphmem.deps import Deps
+
+
+def embedding_of(embedder: Any) -> Callable[[list[str]], np.ndarray]:
+    """How a drain embeds its texts: a few in one forward pass on the query threads (a search
+    right after a ``record_event`` drains one text), many through the batch path."""
+
+    def embed(texts: list[str]) -> np.ndarray:
+        if len(texts) <= QUERY_BATCH_MAX:
+            return embed_queries(embedder, texts)
+        return np.asarray(embedder.embed(texts), dtype=np.float32)
+
+    return embed
+
 
 _OUTBOUND_ROLES = frozenset({"assistant", "agent", "tool", "system"})
 
@@ -72,10 +87,23 @@ class EventService:
         )
         deps = self.deps
         found = event_mentions(deps.store, deps.settings, deps.user, [event])
-        deps.store.insert_event(event, deps.embed_one(event.content), found[0] if found else ())
+        if deps.settings.event_embed_later:  # row now, embedding with the next search (one batch)
+            deps.store.insert_event(event, None, found[0] if found else ())
+            if deps.store.pending_embeddings() >= deps.settings.event_embed_queue_max:
+                self.drain()
+        else:
+            deps.store.insert_event(event, deps.embed_one(event.content), found[0] if found else ())
         if event.kind in ("tool_call", "tool_result") and event.tool_name:
             after_event(deps, event)  # the implicit outcome tracker: tool results become outcomes
         return event
+
+    def drain(self) -> int:
+        """Embed the events ``record_event`` queued (``Settings.event_embed_later``) in one
+        batch and make them searchable; returns how many. Search over events calls it first."""
+        store = self.deps.store
+        if not store.pending_embeddings():
+            return 0
+        return store.drain_event_embeddings(embedding_of(self.deps.embedder))
 
     def make_event(
         self,
@@ -148,6 +176,7 @@ class EventService:
                 raise type(e)(f"item {i}: {e}") from e
         if not events:
             return []
+        self.drain()  # queued single events first: the catalog keeps the order they were written in
         vectors = embed_with_progress(self.deps.embedder, [e.content for e in events], progress)
         found = event_mentions(self.deps.store, self.deps.settings, self.deps.user, events)
         self.deps.store.insert_event_batch(list(zip(events, vectors)), found)

@@ -89,8 +89,8 @@ def test_neighbours_stay_inside_their_session(chat: Memory) -> None:
     layout = chat.store.event_layout("alice")
     pos = {str(e.metadata["dia_id"]): layout.position[e.id] for e in chat.store.events_by_ids(layout.order).values()}
     index = layout.neighbour_index(1)
-    assert set(index[pos["D4"]]) == {pos["D3"], len(layout)}  # no neighbour after D4
-    assert set(index[pos["D5"]]) == {pos["D6"], len(layout)}
+    assert set(index[pos["D4"]]) == {pos["D3"], -1}  # no neighbour after D4 (-1: none)
+    assert set(index[pos["D5"]]) == {pos["D6"], -1}
     assert set(index[pos["D2"]]) == {pos["D1"], pos["D3"]}
     assert layout.neighbours(layout.order[pos["D5"]], 2) == [(layout.order[pos["D6"]], 1), (layout.order[pos["D7"]], 2)]
 

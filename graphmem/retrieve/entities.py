@@ -239,3 +239,16 @@ class EntityIndex:
                     postings.setdefault(key, []).append(p)
         mentioned = [frozenset(found[p] - own[p]) for p in range(n)]
         return cls(own, mentioned, postings, names)
+
+    def extend(self, position: Mapping[str, int], linked: Sequence[Sequence[str]], rows: Iterable[tuple[str, str]]) -> None:
+        """Add the positions from ``len(self.linked)`` to ``len(linked)`` (events appended to the
+        layout; ``rows``: MENTIONS rows, those of earlier positions are skipped): the index then
+        equals the one :meth:`build` makes over all positions."""
+        start = len(self.linked)
+        tail = type(self).build({i: p - start for i, p in position.items() if p >= start}, linked[start:], rows)
+        self.linked.extend(tail.linked)
+        self.mentioned.extend(tail.mentioned)
+        for key, ps in tail.postings.items():
+            self.postings.setdefault(key, []).extend(p + start for p in ps)
+        for key, name in tail.names.items():
+            self.names.setdefault(key, name)

@@ -54,7 +54,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -138,6 +138,9 @@ def _entity_index(store: object, user: str, layout: EventLayout) -> EntityIndex:
         rows = store.event_mention_rows(user)  # type: ignore[attr-defined]
         index = EntityIndex.build(layout.position, layout.linked or [[] for _ in layout.order], rows)
         layout.derived["entity_index"] = index
+        layout.keep_on_append.add("entity_index")  # grown below with the appended events' links
+    elif len(index.linked) < len(layout):
+        index.extend(layout.position, layout.linked, layout.mention_rows)
     return index  # type: ignore[no-any-return]
 
 
@@ -181,10 +184,9 @@ def _diverse_top(final: np.ndarray, session: list[str], k: int, decay: float) ->
     """The ``k`` best positions, where each further hit from a session already in the list
     counts ``decay`` times less (1.0: plain top k). Answers spread over sessions (multi-hop
     questions) then reach the list instead of more turns around one strong hit."""
-    order = np.argsort(-final, kind="stable")
     if decay >= 1.0 or k <= 0:
-        return order[:k]
-    pool = order[: 4 * k]
+        return _top(final, k)
+    pool = _top(final, 4 * k)
     seen: dict[str, int] = {}
     chosen: list[int] = []
     left = [int(p) for p in pool]
@@ -199,19 +201,27 @@ def _diverse_top(final: np.ndarray, session: list[str], k: int, decay: float) ->
 
 def _row_positions(layout: EventLayout) -> dict[int, int]:
     """Event catalog row -> layout position (cached on the layout)."""
-    where = layout.derived.get("row_positions")
+    where: dict[int, int] | None = layout.derived.get("row_positions")
     if where is None:
-        where = {int(row): p for p, row in enumerate(layout.rows)}
+        where = {}
         layout.derived["row_positions"] = where
-    return where  # type: ignore[no-any-return]
+        layout.keep_on_append.add("row_positions")  # positions never move: grown below
+    if len(where) < len(layout):
+        rows = layout.rows
+        where.update((int(rows[p]), p) for p in range(len(where), len(layout)))
+    return where
 
 
 def _time_flags(layout: EventLayout) -> np.ndarray:
     """Per event of the layout: does its text hold a time expression? (cached on the layout)"""
     flags = layout.derived.get("time_flags")
-    if flags is None:
-        flags = np.fromiter((has_time_expression(t) for t in layout.content), dtype=bool, count=len(layout))
+    if flags is None or len(flags) < len(layout):
+        start = 0 if flags is None else len(flags)
+        tail = np.fromiter((has_time_expression(t) for t in layout.content[start:]), dtype=bool,
+                           count=len(layout) - start)
+        flags = tail if flags is None else np.concatenate([flags, tail])
         layout.derived["time_flags"] = flags
+        layout.keep_on_append.add("time_flags")  # positions never move: only new ones are computed
     return flags  # type: ignore[no-any-return]
 
 
@@ -232,6 +242,20 @@ def _session_centroids(layout: EventLayout, matrix: np.ndarray) -> tuple[np.ndar
     return cached  # type: ignore[no-any-return]
 
 
+def _user_cosines(vectors: Any, rows: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """``(len(rows), k)`` cosines of the catalog rows ``rows`` to ``k`` unit vectors, as float64.
+    When most of the mirror is this user's, the whole mirror is scanned in one pass for all
+    ``k`` vectors (no copy of their rows per query; a view when ``rows`` is the whole mirror in
+    order, as for a file with one user); else just their rows are multiplied."""
+    n = len(vectors)
+    if 2 * rows.size < n:
+        return (vectors.matrix[rows] @ units.T).astype(np.float64)  # type: ignore[no-any-return]
+    sims = vectors.cosines(units)
+    if not (rows.size == n and rows[0] == 0 and rows[-1] == n - 1):  # rows rise strictly (layout order)
+        sims = sims[rows]
+    return sims.astype(np.float64)  # type: ignore[no-any-return]
+
+
 def _anchor_pool(sig: _Signals) -> np.ndarray | None:
     """The events linked to a query entity (a speaker's own turns), or None when none are."""
     if float(sig.entity.max(initial=0.0)) <= 0:
@@ -247,6 +271,35 @@ def _pool_z(values: np.ndarray, among: np.ndarray) -> np.ndarray:
         return np.zeros(values.shape[0])
     std = float(sub.std()) or 1.0
     return np.clip((values - float(sub.mean())) / std, 0.0, None) / 4.0  # type: ignore[no-any-return]
+
+
+def _top(values: np.ndarray, k: int) -> np.ndarray:
+    """The first ``k`` of ``np.argsort(-values, kind="stable")`` (best first, ties in position
+    order) without sorting every value: a partition finds the k-th best, then only the values
+    at least as good are sorted."""
+    n = values.shape[0]
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if 4 * k >= n:
+        return np.argsort(-values, kind="stable")[:k]
+    kth = np.partition(-values, k - 1)[k - 1]  # minus the k-th best value
+    cand = np.flatnonzero(-values <= kth)  # every value at least as good, in position order
+    return cand[np.argsort(-values[cand], kind="stable")][:k]  # type: ignore[no-any-return]
+
+
+class _RankOf:
+    """1-based rank by descending score (+inf where not present) of single positions, computed
+    on demand: the reasons of a few hits need it, and ranking every event costs a sort."""
+
+    def __init__(self, scores: np.ndarray, present: np.ndarray) -> None:
+        self.scores, self.present = scores, present
+
+    def __getitem__(self, i: int) -> float:
+        if not self.present[i]:
+            return float("inf")
+        v = self.scores[i]
+        better = (self.scores > v) | ((self.scores == v) & (np.arange(self.scores.shape[0]) < i))
+        return float(np.count_nonzero(better & self.present) + 1)
 
 
 def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
@@ -381,17 +434,18 @@ class EventSearch:
         n = final.shape[0]
         if s.search_weight_rocchio <= 0 or s.search_rocchio_docs <= 0 or sig.qvec is None or n < 2:
             return np.zeros(n)
-        seeds = np.argsort(-final, kind="stable")[: s.search_rocchio_docs]
+        seeds = _top(final, s.search_rocchio_docs)
         top = float(final[seeds[0]])
         if top <= 0:
             return np.zeros(n)
-        matrix = self.store.event_catalog.vectors.matrix[layout.rows]
+        vectors = self.store.event_catalog.vectors
         share = np.clip(final[seeds] / top, 0.0, None).astype(np.float32)
-        centroid = (matrix[seeds] * share[:, None]).sum(axis=0)
+        centroid = (vectors.matrix[layout.rows[seeds]] * share[:, None]).sum(axis=0)
         vec = sig.qvec + centroid / (float(np.linalg.norm(centroid)) or 1.0)
         others = np.ones(n, dtype=bool)
         others[seeds] = False  # the statistics leave out the hits the vector came from
-        out = _pool_z((matrix @ (vec / (float(np.linalg.norm(vec)) or 1.0))).astype(np.float64), others)
+        unit = (vec / (float(np.linalg.norm(vec)) or 1.0)).astype(np.float32)
+        out = _pool_z(_user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
         pool = _anchor_pool(sig)
         if pool is not None:
             out = out * np.where(pool, 1.0, 1.0 - float(pool[seeds].mean()))
@@ -414,10 +468,7 @@ class EventSearch:
         # most of the mirror is this user's: scan it whole and pick their rows (no copy of their
         # vectors per query); else multiply just their rows
         vectors = self.store.event_catalog.vectors
-        if 2 * layout.rows.size >= len(vectors):
-            sims = np.stack([vectors.cosine(u)[layout.rows] for u in unit], axis=1).astype(np.float64)
-        else:
-            sims = (vectors.matrix[layout.rows] @ unit.T).astype(np.float64)
+        sims = _user_cosines(vectors, layout.rows, unit)
         session_sim = None
         if self.settings.search_weight_session > 0:
             centroids, member = _session_centroids(layout, self.store.event_catalog.vectors.matrix)
@@ -433,9 +484,11 @@ class EventSearch:
         dense = sig.dense
         if sig.stripped is not None and s.search_weight_stripped > 0:
             dense = (1.0 - s.search_weight_stripped) * sig.dense + s.search_weight_stripped * sig.stripped
-        dense_rank = _ranks(dense, np.ones(n, dtype=bool))
-        bm_rank = _ranks(sig.bm25, sig.bm25 > 0)
+        dense_rank: Any = _RankOf(dense, np.ones(n, dtype=bool))  # for the reasons of the hits
+        bm_rank: Any = _RankOf(sig.bm25, sig.bm25 > 0)
         if s.search_fusion == "rrf":
+            dense_rank = _ranks(dense, np.ones(n, dtype=bool))
+            bm_rank = _ranks(sig.bm25, sig.bm25 > 0)
             v = np.where(dense_rank <= cand, 1.0 / (s.rrf_k + dense_rank), 0.0)
             t = np.where(np.isfinite(bm_rank), 1.0 / (s.rrf_k + bm_rank), 0.0)
         else:  # "score": z-scored cosine (clipped at 0) and max-normalised BM25
@@ -515,7 +568,7 @@ class EventSearch:
         if top <= 0:
             return hop, via
         skip = set(wanted)
-        seeds = np.argsort(-final, kind="stable")[: s.search_hop_seeds]
+        seeds = _top(final, s.search_hop_seeds)
         norm = math.log(n + 1)
         for seed in seeds:
             share = float(final[seed]) / top
@@ -538,7 +591,7 @@ class EventSearch:
         n = final.shape[0]
         if s.search_weight_feedback <= 0 or s.search_hop_seeds <= 0 or n < 2 or float(final.max()) <= 0:
             return np.zeros(n)
-        seeds = np.argsort(-final, kind="stable")[: s.search_hop_seeds]
+        seeds = _top(final, s.search_hop_seeds)
         matrix = self.store.event_catalog.vectors.matrix[layout.rows]
         sims = (matrix @ matrix[seeds].T).astype(np.float64) * (final[seeds] / float(final.max()))[None, :]
         sims[seeds, np.arange(seeds.size)] = 0.0  # a seed does not feed back to itself
@@ -562,7 +615,7 @@ class EventSearch:
         lexical = self.store.event_catalog.lexical
         n_docs, _ = lexical.stats(self.user)
         skip = set(sig.query_terms)
-        seeds = np.argsort(-final, kind="stable")[: s.search_prf_docs]
+        seeds = _top(final, s.search_prf_docs)
         weight: dict[str, float] = {}
         for seed in seeds:
             share = float(final[seed]) / top

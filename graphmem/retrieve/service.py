@@ -235,6 +235,10 @@ class RetrievalService:
         topic_names = tuple(names("topic", topics))
         if not text and not tool_name and not entity_names and not topic_names:
             raise InvalidInputError("search needs query text, or a tool, entities or topics to anchor on")
+        if over in ("events", "all") and self.deps.store.pending_embeddings():
+            from graphmem.events import embedding_of  # events recorded with event_embed_later
+
+            self.deps.store.drain_event_embeddings(embedding_of(self.deps.embedder))
         with self.deps.store.hold_writer():
             return self._search(text, k, over, tool_name, entity_names, topic_names)
 

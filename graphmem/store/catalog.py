@@ -111,6 +111,21 @@ class VectorMatrix:
         return torch.mv(torch.from_numpy(self.matrix), torch.from_numpy(q)).numpy()
 
 
+    def cosines(self, units: np.ndarray) -> np.ndarray:
+        """``(n, k)`` dot products of every row with ``k`` unit vectors, in one pass over the
+        matrix (on torch's thread pool when torch is installed, see :meth:`cosine`)."""
+        u = np.require(np.asarray(units, dtype=np.float32), requirements=["C", "W"])
+        k = u.shape[0]
+        if not self.ids:
+            return np.zeros((0, k), dtype=np.float32)
+        if k == 1:  # the same matrix-matrix kernel as for two: a vector's cosines do not depend on k
+            u = np.vstack([u, np.zeros_like(u)])
+        torch = _torch()
+        if torch is None:
+            return (self.matrix @ u.T)[:, :k]  # type: ignore[no-any-return]
+        return torch.mm(torch.from_numpy(self.matrix), torch.from_numpy(u).t()).numpy()[:, :k]  # type: ignore[no-any-return]
+
+
 class LearningCatalog:
     """Learnings' embeddings and the columns retrieval filters and ranks on.
 
@@ -281,6 +296,7 @@ class EventCatalog:
         self.vectors = VectorMatrix(dim)
         self.user: list[str] = []
         self.lexical = LexicalIndex()  # BM25 over search_text, rows = matrix rows, per user
+        self.generation = 0  # bumped when rows are reloaded (not on appends): search layouts rebuild on it
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -294,6 +310,7 @@ class EventCatalog:
 
     def load(self, ids: list[str], users: list[str], vectors: np.ndarray, texts: list[str | None] | None = None) -> None:
         """Rebuild from scratch."""
+        self.generation += 1
         self.vectors.bulk_load(ids, vectors)
         self.user = list(users)
         self.lexical.load(texts if texts is not None else [None] * len(ids), users, [False] * len(ids))

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from graphmem.store import health
 from graphmem.store.anchors import Anchor, anchors_of
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE
+from graphmem.store.embed_queue import embed_queue
 
 _DROP = ["embedding", "content_key", "search_text"]  # not kept in the loaded rows
 
@@ -172,7 +173,14 @@ def load_event_catalog(store: Any) -> None:
     users: list[str] = []
     texts: list[str | None] = []
     bad: list[dict[str, Any]] = []
+    queue = embed_queue(store)
+    queue.clear()  # re-filled below with the events still without an embedding
+    waiting: list[str] = []
     for chunk in store.scan_chunks("Event", "e", proj):
+        if chunk.column("embedding").null_count:  # written, embedding queued (event_embed_later)
+            missing = pc.is_null(chunk.column("embedding"))
+            waiting.extend(chunk.filter(missing).column("id").to_pylist())
+            chunk = chunk.filter(pc.invert(missing))
         chunk = health.split_rows(store, "Event", chunk)
         bad.extend(b for b in store.bad_rows if b["table"] == "Event")
         if chunk.num_rows == 0:
@@ -187,6 +195,10 @@ def load_event_catalog(store: Any) -> None:
         users.extend(_strings(chunk.column("user_id"), interned))
         texts.extend(chunk.column("search_text").to_pylist())
     _set_bad_rows(store, "Event", bad)
+    for i in range(0, len(waiting), 500):
+        for r in store.read("UNWIND $ids AS i MATCH (e:Event {id: i}) RETURN e.id AS id, e.user_id AS user_id, "
+                            "e.content AS content, e.search_text AS search_text", {"ids": waiting[i : i + 500]}):
+            queue.put(str(r["id"]), str(r["user_id"]), str(r["content"] or ""), str(r["search_text"] or ""))
     if not ids:
         store.event_catalog.load([], [], np.zeros((0, store.dim), np.float32))
         return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,6 +11,7 @@ import numpy as np
 from graphmem.errors import NotFoundError
 from graphmem.models import Event, Objective, utcnow
 from graphmem.store.copy import edge_table
+from graphmem.store.embed_queue import embed_queue
 from graphmem.store.kuzu_store import KuzuBase, dumps, from_db_time, loads, to_db_time
 from graphmem.store.text import search_text
 
@@ -47,17 +48,21 @@ def objective_from_row(row: dict[str, Any]) -> Objective:
 class EventStore(KuzuBase):
     """Events (with USED_TOOL, PART_OF and MENTIONS edges) and Objectives."""
 
-    def insert_event(self, event: Event, embedding: np.ndarray, mentions: Sequence[tuple[str, str]] = ()) -> None:
+    def insert_event(
+        self, event: Event, embedding: np.ndarray | None, mentions: Sequence[tuple[str, str]] = ()
+    ) -> None:
         """Write one event and its edges in one transaction, and index it for search.
 
         ``mentions``: ``(name, kind)`` entities found in its text (beyond ``event.entities``),
-        linked by MENTIONS as well; a new Entity node gets that kind (name, date)."""
+        linked by MENTIONS as well; a new Entity node gets that kind (name, date).
+        ``embedding`` None: the row is written without one and the event is queued; search
+        sees it once :meth:`drain_event_embeddings` has embedded the queue."""
         data = event.model_dump()
         params = {p: data[p] for p in EVENT_PROPS}
         params["created_at"] = to_db_time(event.created_at)
         params["metadata"] = dumps(event.metadata)
         params["search_text"] = search_text(event.content)
-        params["embedding"] = [float(x) for x in embedding]
+        params["embedding"] = None if embedding is None else [float(x) for x in embedding]
         props = ", ".join(f"{p}: ${p}" for p in params)
         with self.transaction():
             self.write(f"CREATE (e:Event {{{props}}})", params)
@@ -84,7 +89,11 @@ class EventStore(KuzuBase):
                     "WITH n MATCH (e:Event {id: $id}) MERGE (e)-[:MENTIONS]->(n)",
                     {"id": event.id, "name": name, "kind": kind, "ts": params["created_at"]},
                 )
-            self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, embedding, params["search_text"]))
+            self.note_layout(event, [*event.entities, *(name for name, _ in mentions)])  # type: ignore[attr-defined]
+            if embedding is None:  # the drain checks that the row exists (a rollback drops it)
+                embed_queue(self).put(event.id, event.user_id, event.content, params["search_text"])
+            else:
+                self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, embedding, params["search_text"]))
 
     def insert_event_batch(
         self, items: Sequence[tuple[Event, np.ndarray]], mentions: Sequence[Sequence[tuple[str, str]]] | None = None
@@ -140,9 +149,21 @@ class EventStore(KuzuBase):
                     {"rows": [{"name": n, "kind": k, "ts": ts} for n, (k, ts) in entities.items()]},
                 )
                 self.copy_rows("MENTIONS", edge_table(mentioned), "(from='Event', to='Entity')")  # type: ignore[attr-defined]
-            for (event, embedding), params in zip(items, rows):
+            for i, ((event, embedding), params) in enumerate(zip(items, rows)):
+                extra = mentions[i] if mentions is not None else ()
+                self.note_layout(event, [*event.entities, *(name for name, _ in extra)])  # type: ignore[attr-defined]
                 self.on_commit(functools.partial(
                     self.event_catalog.add, event.id, event.user_id, embedding, params["search_text"]))
+
+    def drain_event_embeddings(self, embed: Callable[[list[str]], np.ndarray]) -> int:
+        """Embed the queued events (``insert_event`` without an embedding, or rows found without
+        one when the file was opened) in one batch, write their embeddings and catalog them;
+        returns how many. Call it outside any snapshot or transaction."""
+        return embed_queue(self).drain(self, embed)
+
+    def pending_embeddings(self) -> int:
+        """How many events wait for their embedding (written, not yet searchable by meaning)."""
+        return len(embed_queue(self))
 
     def get_event(self, event_id: str) -> Event:
         """One event by id; NotFoundError if there is none."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from graphmem.store.connection import Connection
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from datetime import datetime
 
     import numpy as np
@@ -72,7 +72,9 @@ class BulkLoad(Protocol):
 class Events(Protocol):
     """Event and Objective nodes; the event catalog; tool counters."""
 
-    def insert_event(self, event: Event, embedding: np.ndarray, mentions: Sequence[tuple[str, str]] = ()) -> None: ...
+    def insert_event(self, event: Event, embedding: np.ndarray | None, mentions: Sequence[tuple[str, str]] = ()) -> None: ...
+    def drain_event_embeddings(self, embed: Callable[[list[str]], np.ndarray]) -> int: ...
+    def pending_embeddings(self) -> int: ...
     def insert_event_batch(
         self, items: Sequence[tuple[Event, np.ndarray]], mentions: Sequence[Sequence[tuple[str, str]]] | None = None,
     ) -> None: ...

@@ -15,6 +15,8 @@ questions it asks of the graph, always filtered by the calling user:
 
 from __future__ import annotations
 
+import bisect
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,58 +32,192 @@ from graphmem.store.text import search_text
 _EVENT_RETURN = ", ".join(f"e.{p} AS {p}" for p in EVENT_PROPS) + ", e.metadata AS metadata"
 
 
-@dataclass
 class EventLayout:
-    """One user's events in conversation order (session by session, then time, then insertion).
+    """One user's events, position by position in the order the event catalog holds them (the
+    order they were written), with each session's conversation order (time, then insertion)
+    kept beside them for the session-neighbour expansion.
 
     ``rows`` holds each event's row in the event catalog's matrix, ``content`` its text;
     ``derived`` caches values computed from the layout by the ranking (e.g. time flags).
+
+    The layout grows in place when events are written (:meth:`append`): positions never move
+    between two rebuilds, so a cache computed over the first ``m`` positions stays valid for
+    them. A cache kept in ``derived`` survives an append only when its key is in
+    ``keep_on_append`` (the one who stores it extends it to the new positions); every other
+    entry is dropped. A rebuild (on open, after a delete) makes a new layout.
     """
 
-    order: list[str] = field(default_factory=list)
-    session: list[str] = field(default_factory=list)  # session id per position ("" when none)
-    content: list[str] = field(default_factory=list)
-    position: dict[str, int] = field(default_factory=dict)  # id -> index into order
-    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    derived: dict[str, Any] = field(default_factory=dict)
-    created: list[Any] = field(default_factory=list)  # created_at per position (database time)
-    role: list[str] = field(default_factory=list)  # speaker role per position ("" when none)
-    linked: list[list[str]] = field(default_factory=list)  # entities the caller linked, per position
+    def __init__(
+        self,
+        order: list[str] | None = None,
+        session: list[str] | None = None,
+        content: list[str] | None = None,
+        rows: Sequence[int] | np.ndarray | None = None,
+        created: list[Any] | None = None,
+        role: list[str] | None = None,
+        linked: list[list[str]] | None = None,
+        tie: Sequence[int] | np.ndarray | None = None,
+    ) -> None:
+        self.order: list[str] = list(order or [])
+        n = len(self.order)
+        self.session: list[str] = list(session) if session is not None else [""] * n  # "" when none
+        self.content: list[str] = list(content) if content is not None else [""] * n
+        self.created: list[Any] = list(created) if created is not None else [None] * n  # database time
+        self.role: list[str] = list(role) if role is not None else [""] * n  # speaker role ("" when none)
+        self.linked: list[list[str]] = list(linked) if linked is not None else [[] for _ in range(n)]
+        self.position: dict[str, int] = {ident: i for i, ident in enumerate(self.order)}  # id -> index
+        self.derived: dict[str, Any] = {}
+        self.keep_on_append: set[str] = set()  # derived keys their owner extends after an append
+        self.mention_rows: list[tuple[str, str]] = []  # (event id, entity name) of appended events
+        self.names: dict[str, None] | None = None  # every entity the events mention (read on first use)
+        self.generation = -1  # the event catalog's generation this layout reflects
+        self.seen = 0  # catalog rows examined so far (rows below it are in the layout or not the user's)
+        self._rows = np.zeros(max(16, n), dtype=np.int64)
+        self._rows[:n] = np.asarray(rows if rows is not None else np.arange(n), dtype=np.int64)
+        self._tie = np.zeros(max(16, n), dtype=np.int64)
+        self._tie[:n] = np.asarray(tie if tie is not None else np.arange(n), dtype=np.int64)
+        self._tie_max = int(self._tie[:n].max()) if n else -1
+        self._nb: dict[int, np.ndarray] = {}  # window -> (capacity, 2 * window) neighbour positions
+        self._members: dict[str, list[int]] | None = None  # session -> positions in conversation order
 
     def __len__(self) -> int:
         return len(self.order)
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Each position's row in the event catalog (a view; do not keep it across writes)."""
+        return self._rows[: len(self.order)]
+
+    # --- conversation order -------------------------------------------------------------
+    def _key(self, p: int) -> tuple[Any, int]:
+        ts = self.created[p]
+        return (ts if ts is not None else datetime.min, int(self._tie[p]))
+
+    def members(self) -> dict[str, list[int]]:
+        """Session -> its positions in conversation order (time, then insertion); built once."""
+        if self._members is None:
+            groups: dict[str, list[int]] = {}
+            for p, sid in enumerate(self.session):
+                if sid:
+                    groups.setdefault(sid, []).append(p)
+            for ps in groups.values():
+                ps.sort(key=self._key)
+            self._members = groups
+        return self._members
 
     def neighbours(self, event_id: str, window: int) -> list[tuple[str, int]]:
         """Events within ``window`` turns of ``event_id`` in its session, with their distance."""
         pos = self.position.get(event_id)
         if pos is None or not self.session[pos]:
             return []
+        seq = self.members()[self.session[pos]]
+        j = seq.index(pos)
         out: list[tuple[str, int]] = []
         for d in range(1, window + 1):
-            for p in (pos - d, pos + d):
-                if 0 <= p < len(self.order) and self.session[p] == self.session[pos]:
-                    out.append((self.order[p], d))
+            for q in (j - d, j + d):
+                if 0 <= q < len(seq):
+                    out.append((self.order[seq[q]], d))
         return out
 
     def neighbour_index(self, window: int) -> np.ndarray:
         """``(n, 2 * window)`` positions of same-session neighbours: columns are distance 1
-        before, 1 after, 2 before, 2 after...; ``n`` (one past the end) where there is none."""
-        key = f"neighbours:{window}"
-        cached = self.derived.get(key)
-        if cached is not None:
-            return cached  # type: ignore[no-any-return]
+        before, 1 after, 2 before, 2 after...; ``-1`` where there is none (index an array of
+        ``n + 1`` values whose last one means "no neighbour"). Kept up to date by
+        :meth:`append`; a view, do not keep it across writes."""
+        window = max(int(window), 0)
         n = len(self.order)
-        sess = np.asarray(self.session, dtype=object)
-        out = np.full((n, 2 * max(window, 0)), n, dtype=np.int64)
-        idx = np.arange(n)
-        for d in range(1, window + 1):
-            for col, other in ((2 * (d - 1), idx - d), (2 * (d - 1) + 1, idx + d)):
-                ok = (other >= 0) & (other < n)
-                same = np.zeros(n, dtype=bool)
-                same[ok] = (sess[other[ok]] == sess[ok]) & (sess[ok] != "")
-                out[same, col] = other[same]
-        self.derived[key] = out
-        return out
+        nb = self._nb.get(window)
+        if nb is None:
+            self.members()  # (so that appends from now on keep the sessions' order up to date)
+            nb = np.full((max(16, n), 2 * window), -1, dtype=np.int64)
+            if window:
+                for seq in self.members().values():
+                    arr = np.asarray(seq, dtype=np.int64)
+                    for d in range(1, min(window, len(arr) - 1) + 1):
+                        nb[arr[d:], 2 * (d - 1)] = arr[:-d]
+                        nb[arr[:-d], 2 * (d - 1) + 1] = arr[d:]
+            self._nb[window] = nb
+        return nb[:n]
+
+    def _fix_neighbours(self, seq: list[int], j: int) -> None:
+        """Recompute the neighbour columns of the members around index ``j`` of ``seq``."""
+        for window, nb in self._nb.items():
+            for q in range(max(0, j - window), min(len(seq), j + window + 1)):
+                p = seq[q]
+                for d in range(1, window + 1):
+                    nb[p, 2 * (d - 1)] = seq[q - d] if q - d >= 0 else -1
+                    nb[p, 2 * (d - 1) + 1] = seq[q + d] if q + d < len(seq) else -1
+
+    # --- growing in place ---------------------------------------------------------------
+    def append(
+        self, ident: str, row: int, session: str, content: str, created: Any, role: str,
+        linked: Sequence[str], mentions: Sequence[str] = (),
+    ) -> int:
+        """Add one event at the end (its catalog ``row``; ``mentions``: the entity names its
+        MENTIONS edges point to); returns its position. The neighbour index is updated around
+        it in its session (it need not be the session's latest turn)."""
+        p = len(self.order)
+        if p >= self._rows.shape[0]:
+            cap = 2 * self._rows.shape[0]
+            self._rows = np.resize(self._rows, cap)
+            self._tie = np.resize(self._tie, cap)
+            for window, nb in list(self._nb.items()):
+                grown = np.full((cap, nb.shape[1]), -1, dtype=np.int64)
+                grown[:p] = nb[:p]
+                self._nb[window] = grown
+        self._rows[p] = row
+        self._tie_max += 1
+        self._tie[p] = self._tie_max  # written after every event before it
+        self.order.append(ident)
+        self.session.append(session)
+        self.content.append(content)
+        self.created.append(created)
+        self.role.append(role)
+        self.linked.append(list(linked))
+        self.position[ident] = p
+        self.mention_rows.extend((ident, name) for name in mentions)
+        if self.names is not None:
+            self.names.update(dict.fromkeys(mentions))
+        for nb in self._nb.values():
+            nb[p] = -1
+        if session and self._members is not None:
+            seq = self._members.setdefault(session, [])
+            j = bisect.bisect_right(seq, self._key(p), key=self._key)
+            seq.insert(j, p)
+            self._fix_neighbours(seq, j)
+        for key in [k for k in self.derived if k not in self.keep_on_append]:
+            del self.derived[key]
+        return p
+
+    def same_as(self, other: EventLayout) -> bool:
+        """True when both layouts hold the same events at the same positions, catalog rows,
+        columns and neighbours (tests compare an incrementally grown layout to a rebuilt one)."""
+        n = len(self)
+        if self.order != other.order or self.session != other.session or self.content != other.content:
+            return False
+        if self.role != other.role or self.created != other.created:
+            return False
+        if [sorted(x) for x in self.linked] != [sorted(x) for x in other.linked]:
+            return False
+        if not np.array_equal(self.rows, other.rows):
+            return False
+        return all(np.array_equal(self.neighbour_index(w), other.neighbour_index(w)) for w in (1, 2, 3)) and n == len(other)
+
+
+@dataclass
+class _Pending:
+    """What a written event adds to its user's layout (noted at write time, used after commit)."""
+
+    session: str
+    created: Any
+    content: str
+    role: str
+    linked: list[str]
+    mentions: list[str] = field(default_factory=list)
+
+
+PENDING_CAP = 100_000  # events noted for layouts at most; beyond, a layout reads them from the file
+_LOCKS = threading.Lock()
 
 
 class SearchStore(KuzuBase):
@@ -111,12 +247,20 @@ class SearchStore(KuzuBase):
         return [(str(r["id"]), float(r["score"])) for r in rows]
 
     def event_entity_names(self, user_id: str) -> list[str]:
-        """Names of the entities the user's events mention."""
-        rows = self.read(
-            "MATCH (e:Event)-[:MENTIONS]->(n:Entity) WHERE e.user_id = $user RETURN DISTINCT n.name AS name",
-            {"user": user_id},
-        )
-        return [str(r["name"]) for r in rows]
+        """Names of the entities the user's events mention (read once, then kept on the user's
+        layout and grown with each write)."""
+        layout = self.event_layout(user_id)
+        with self._layout_lock():
+            if layout.names is None:
+                rows = self.read(
+                    "MATCH (e:Event)-[:MENTIONS]->(n:Entity) WHERE e.user_id = $user RETURN DISTINCT n.name AS name",
+                    {"user": user_id},
+                )
+                names = dict.fromkeys(str(r["name"]) for r in rows)
+                for _, name in layout.mention_rows:  # appended after the read began: already in
+                    names.setdefault(name)
+                layout.names = names
+            return list(layout.names)
 
     def events_mentioning(self, user_id: str, names: Sequence[str], *, limit: int) -> dict[str, list[str]]:
         """The user's events that mention any of ``names``: event id -> matched names (capped)."""
@@ -142,29 +286,105 @@ class SearchStore(KuzuBase):
         return [str(r["id"]) for r in rows]
 
     def event_layout(self, user_id: str) -> EventLayout:
-        """The user's events in conversation order; cached until the event catalog changes."""
-        rows_map = self.event_catalog.vectors.rows
-        key = ("layout", user_id, len(self.event_catalog), id(rows_map))
+        """The user's events in catalog order (see :class:`EventLayout`), cached: rebuilt from
+        the file when the event catalog was reloaded (on open, after a delete), grown in place
+        by the events catalogued since (their rows noted at write time, else read by id)."""
+        catalog = self.event_catalog
         cache = self._search_cache()
-        layout = cache.get(key)
-        if layout is not None:
-            return layout  # type: ignore[no-any-return]
-        for k in [k for k in cache if k[0] == "layout" and k[1] == user_id]:
-            del cache[k]
-        found = [r for r in self._layout_rows(user_id) if str(r["id"]) in rows_map]  # committed and catalogued
-        found.sort(key=lambda r: (r["sid"] or "", r["ts"], self._layout_tie(r, rows_map)))
+        with self._layout_lock():
+            layout: EventLayout | None = cache.get(("layout", user_id))
+            if layout is None or layout.generation != catalog.generation or layout.seen > len(catalog):
+                layout = self._build_layout(user_id)
+                cache[("layout", user_id)] = layout
+            elif layout.seen < len(catalog):
+                self._grow_layout(layout, user_id)
+            return layout
+
+    def _layout_lock(self) -> threading.Lock:
+        lock: threading.Lock | None = getattr(self, "_layout_lock_obj", None)
+        if lock is None:
+            with _LOCKS:
+                lock = getattr(self, "_layout_lock_obj", None)
+                if lock is None:
+                    lock = self._layout_lock_obj = threading.Lock()
+        return lock
+
+    def _pending_layout(self) -> dict[str, _Pending]:
+        pending: dict[str, _Pending] | None = getattr(self, "_layout_pending", None)
+        if pending is None:
+            pending = {}
+            self._layout_pending = pending
+        return pending
+
+    def note_layout(self, event: Event, mentions: Sequence[str]) -> None:
+        """Note what a written event adds to its user's layout (before the commit; the layout
+        takes it once the catalog holds the event). ``mentions``: its MENTIONS entity names."""
+        pending = self._pending_layout()
+        if len(pending) >= PENDING_CAP:
+            pending.clear()  # a writer nobody searches: layouts read the rest from the file
+        pending[event.id] = _Pending(
+            session=event.session_id or "", created=to_db_time(event.created_at), content=event.content or "",
+            role=event.role or "", linked=list(event.entities), mentions=list(dict.fromkeys(mentions)),
+        )
+
+    def _build_layout(self, user_id: str) -> EventLayout:
+        """The user's layout from the file (every event the catalog holds, in catalog order)."""
+        catalog = self.event_catalog
+        generation, seen = catalog.generation, len(catalog)
+        rows_map = catalog.vectors.rows
+        found = [r for r in self._layout_rows(user_id) if rows_map.get(str(r["id"]), seen) < seen]  # catalogued
+        found.sort(key=lambda r: rows_map[str(r["id"])])
         layout = EventLayout(
             order=[str(r["id"]) for r in found],
             session=[str(r["sid"] or "") for r in found],
             content=[str(r["content"] or "") for r in found],
+            rows=[rows_map[str(r["id"])] for r in found],
+            created=[r["ts"] for r in found],
+            role=[str(r["role"] or "") for r in found],
+            linked=[list(r["ents"] or []) for r in found],
+            tie=[int(self._layout_tie(r, rows_map)) for r in found],
         )
-        layout.created = [r["ts"] for r in found]
-        layout.role = [str(r["role"] or "") for r in found]
-        layout.linked = [list(r["ents"] or []) for r in found]
-        layout.position = {ident: i for i, ident in enumerate(layout.order)}
-        layout.rows = np.asarray([rows_map[i] for i in layout.order], dtype=np.int64)
-        cache[key] = layout
+        layout.generation, layout.seen = generation, seen
+        pending = self._pending_layout()
+        for ident in layout.order:
+            pending.pop(ident, None)
         return layout
+
+    def _grow_layout(self, layout: EventLayout, user_id: str) -> None:
+        """Append the user's events catalogued after ``layout.seen`` (the caller holds the lock)."""
+        catalog = self.event_catalog
+        end = len(catalog)
+        new = [(r, catalog.vectors.ids[r]) for r in range(layout.seen, end) if catalog.user[r] == user_id]
+        pending = self._pending_layout()
+        missing = [ident for _, ident in new if ident not in pending]
+        if missing:
+            pending.update(self._layout_info(missing))
+        for row, ident in new:
+            info = pending.pop(ident) if ident in pending else None
+            if info is None:  # gone from the file since (a delete is on its way): rebuild then
+                continue
+            layout.append(ident, row, info.session, info.content, info.created, info.role, info.linked, info.mentions)
+        layout.seen = end
+
+    def _layout_info(self, ids: Sequence[str]) -> dict[str, _Pending]:
+        """What the layout needs of these events, read from the file (events not noted at
+        write time: written by another process, or beyond ``PENDING_CAP``)."""
+        out: dict[str, _Pending] = {}
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            for r in self.read(
+                "UNWIND $ids AS i MATCH (e:Event {id: i}) RETURN e.id AS id, e.session_id AS sid, "
+                "e.created_at AS ts, e.content AS content, e.role AS role, e.entities AS ents", {"ids": part},
+            ):
+                out[str(r["id"])] = _Pending(str(r["sid"] or ""), r["ts"], str(r["content"] or ""),
+                                             str(r["role"] or ""), list(r["ents"] or []))
+            for r in self.read(
+                "UNWIND $ids AS i MATCH (e:Event {id: i})-[:MENTIONS]->(n:Entity) RETURN e.id AS id, n.name AS name",
+                {"ids": part},
+            ):
+                if str(r["id"]) in out:
+                    out[str(r["id"])].mentions.append(str(r["name"]))
+        return out
 
     def _layout_rows(self, user_id: str) -> list[dict[str, Any]]:
         """The user's events with what the layout needs (``off``: Kùzu's insertion offset)."""
@@ -179,10 +399,17 @@ class SearchStore(KuzuBase):
         return row["off"]
 
     def events_by_ids(self, ids: Sequence[str]) -> dict[str, Event]:
-        """Events by id in one query (missing ids are absent from the result)."""
+        """Events by id (missing ids are absent from the result): a primary-key lookup per id
+        for a few ids (Kùzu 0.11 answers ``e.id IN $ids`` by scanning every event: ~30 ms at 100k
+        events), one scanning query for many."""
         if not ids:
             return {}
-        rows = self.read(f"MATCH (e:Event) WHERE e.id IN $ids RETURN {_EVENT_RETURN}", {"ids": list(ids)})
+        if len(ids) <= 64:
+            rows = []
+            for ident in dict.fromkeys(ids):
+                rows += self.read(f"MATCH (e:Event {{id: $id}}) RETURN {_EVENT_RETURN}", {"id": ident})
+        else:
+            rows = self.read(f"MATCH (e:Event) WHERE e.id IN $ids RETURN {_EVENT_RETURN}", {"ids": list(ids)})
         events = [event_from_row(r) for r in rows]
         return {e.id: e for e in events}
 
