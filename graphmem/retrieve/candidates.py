@@ -22,6 +22,7 @@ import numpy as np
 from graphmem.config import Settings
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE, LearningCatalog
 from graphmem.store.text import search_text
+from graphmem.store.vectors import LazyCosine
 
 if TYPE_CHECKING:
     from graphmem.store.retrieval import RetrievalStore
@@ -89,18 +90,29 @@ def eligible_mask(
 
 
 def vector_candidates(
-    catalog: LearningCatalog, query_vector: np.ndarray | None, mask: np.ndarray, n: int, subset_below: float = 0.0
+    catalog: LearningCatalog, query_vector: np.ndarray | None, mask: np.ndarray, n: int, subset_below: float = 0.0,
+    ann_exact_below: int = 0,
 ) -> tuple[list[int], np.ndarray | None]:
     """Top-``n`` eligible rows by cosine, best first, and the cosine of every row (or None).
 
     When fewer than ``subset_below`` × all rows are eligible (another user's learnings are
     most of the store), only the eligible rows are scanned and the others get cosine 0: callers
-    read ``sims`` at eligible rows only.
+    read ``sims`` at eligible rows only. When the mirror has its HNSW index (from
+    ``Settings.vector_ann_min_rows`` rows) and at least ``ann_exact_below`` rows are eligible,
+    the index proposes the candidates, they are reranked by exact cosine, and ``sims`` is a
+    :class:`~graphmem.store.vectors.LazyCosine` (cosines computed for the rows read).
     """
     if query_vector is None or len(catalog) == 0 or n <= 0:
         return [], None
     total = len(catalog)
     eligible = int(mask.sum())
+    if catalog.vectors.ann_ready and eligible >= max(1, ann_exact_below):
+        found = catalog.vectors.ann_search(query_vector, mask, n, eligible)
+        if found is not None:
+            cos = catalog.vectors.cosine(query_vector, found)
+            order = np.argsort(-cos, kind="stable")[: min(n, eligible)]
+            lazy = LazyCosine(catalog.vectors, query_vector, found, cos)
+            return [int(found[i]) for i in order], lazy  # type: ignore[return-value]
     if subset_below > 0 and eligible < subset_below * total:
         sims = np.zeros(total, dtype=np.float32)
         rows = np.flatnonzero(mask)

@@ -114,7 +114,8 @@ class Retriever:
         if callable(query_vector):
             query_vector = query_vector()
             lap("embed")
-        vec_rows, sims = vector_candidates(catalog, query_vector, mask, n, s.vector_scan_subset_below)
+        vec_rows, sims = vector_candidates(catalog, query_vector, mask, n, s.vector_scan_subset_below,
+                                           s.vector_ann_exact_below)
         lap("vector")
         hits: dict[int, GraphHit] = {}
         if any(anchors.values()):
