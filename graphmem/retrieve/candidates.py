@@ -83,10 +83,24 @@ def eligible_mask(
     live = status == _ACTIVE
     canary = np.flatnonzero(mask & (status == _CANARY))
     if canary.size:  # draws in id order, so the same learnings are drawn whatever the storage order
-        canary = np.asarray(sorted(canary.tolist(), key=catalog.ids.__getitem__), dtype=np.int64)
+        canary = _in_id_order(catalog, canary)
         draws = rng.random(canary.size)
         live[canary[draws < catalog.col("canary_allocation")[canary]]] = True
     return mask & live
+
+
+def _in_id_order(catalog: LearningCatalog, rows: np.ndarray) -> np.ndarray:
+    """``rows`` sorted by their learnings' ids, remembered (in ``catalog.memo``) while the rows
+    keep their ids (the catalog's generation) and the set is the same (sorting 10k canary ids
+    costs ~5 ms at 1M learnings)."""
+    key = ("id_order", catalog.generation, int(rows.size), hash(rows.tobytes()))
+    cached = catalog.memo.get(key)
+    if cached is None:
+        cached = np.asarray(sorted(rows.tolist(), key=catalog.ids.__getitem__), dtype=np.int64)
+        if len(catalog.memo) >= 64:
+            catalog.memo.clear()
+        catalog.memo[key] = cached
+    return cached
 
 
 def vector_candidates(
