@@ -13,13 +13,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from graphmem.config import Settings
+from graphmem.store.anchors import AnchorIndex
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE, LearningCatalog
 from graphmem.store.text import search_text
 from graphmem.store.vectors import LazyCosine
@@ -207,7 +208,7 @@ def graph_candidates(
     pool: Sequence[str] = (),
     sims: np.ndarray | None = None,
     user: str | None = None,
-) -> dict[int, GraphHit]:
+) -> Mapping[int, GraphHit]:
     """Eligible rows reachable from the anchors, with path weights and readable paths.
 
     One hop (learning → tool/entity/topic/objective type named by the caller or in the query)
@@ -267,28 +268,72 @@ def graph_candidates(
             kept[extra] = True
     else:
         kept = weight > 0  # every reached row (weight is 0 outside ``mask``)
-    hits: dict[int, GraphHit] = {}
-    for anchor in first:
-        members = index.rows_of(anchor)
-        if not members.size:
-            continue
-        kind, name = anchor
-        suffix = " (named in query)" if anchor in linked else ""
-        _add_paths(hits, members[kept[members]], f"via {kind.replace('_', ' ')} {name}{suffix}", 1.0)
-    for (nkind, nname), (vkind, vname), rows in second:
-        _add_paths(hits, rows[kept[rows]], f"2 hops via {vkind} {vname} → {nkind} {nname}", decay)
-    return hits
+    return GraphHits(index, first, second, linked, kept, weight, decay)
 
 
-def _add_paths(hits: dict[int, GraphHit], rows: np.ndarray, path: str, weight: float) -> None:
-    """Credit ``weight`` and ``path`` to each row (once per distinct path)."""
-    for row in rows.tolist():
-        hit = hits.get(row)
-        if hit is None:
-            hits[row] = GraphHit(weight, [path])
-        elif path not in hit.paths:
-            hit.weight += weight
-            hit.paths.append(path)
+class GraphHits(Mapping[int, GraphHit]):
+    """The rows :func:`graph_candidates` kept → :class:`GraphHit`, built on first access.
+
+    Ranking reads every row's weight (the ``weights`` array, no objects) but the paths of the
+    few rows it explains only, so the per-row objects and path strings are made on demand (they
+    cost ~2-3 ms per context() at 10k learnings when built for every reached row). A hit's
+    weight and paths are the same as crediting each path once per row in order: the one-hop
+    anchors first, then the second hops.
+    """
+
+    def __init__(
+        self, index: AnchorIndex, first: list[tuple[str, str]],
+        second: list[tuple[tuple[str, str], tuple[str, str], np.ndarray]], linked: frozenset[tuple[str, str]],
+        kept: np.ndarray, weight: np.ndarray, decay: float,
+    ) -> None:
+        self._index = index
+        self._first = first
+        self._second = second
+        self._linked = linked
+        self._kept = kept
+        self._decay = decay
+        self.rows = np.flatnonzero(kept & (weight > 0))
+        self.weights = weight[self.rows]
+        self._made: dict[int, GraphHit] = {}
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.rows.tolist())
+
+    def __contains__(self, row: object) -> bool:
+        if not isinstance(row, (int, np.integer)) or not 0 <= int(row) < self._kept.shape[0]:
+            return False
+        return bool(self._kept[int(row)]) and bool(np.any(self.rows == int(row)))
+
+    def __getitem__(self, row: int) -> GraphHit:
+        made = self._made.get(int(row))
+        if made is not None:
+            return made
+        if row not in self:
+            raise KeyError(row)
+        hit = GraphHit()
+        for anchor in self._first:
+            members = self._index.rows_of(anchor)
+            if members.size and bool(np.any(members == row)):
+                kind, name = anchor
+                suffix = " (named in query)" if anchor in self._linked else ""
+                _add_paths_one(hit, f"via {kind.replace('_', ' ')} {name}{suffix}", 1.0)
+        for (nkind, nname), (vkind, vname), rows in self._second:
+            if bool(np.any(rows == row)):
+                _add_paths_one(hit, f"2 hops via {vkind} {vname} → {nkind} {nname}", self._decay)
+        self._made[int(row)] = hit
+        return hit
+
+
+def _add_paths_one(hit: GraphHit, path: str, weight: float) -> None:
+    """Credit ``weight`` and ``path`` to one hit (once per distinct path)."""
+    if not hit.paths:
+        hit.weight, hit.paths = weight, [path]
+    elif path not in hit.paths:
+        hit.weight += weight
+        hit.paths.append(path)
 
 
 class NameIndex:
