@@ -215,38 +215,51 @@ def embeddings(specs: list[dict[str, Any]], embedder: Any, tag: str, seed: int, 
     return out
 
 
+BUILD_CHUNK = 100_000  # learnings per bulk COPY when building (bounds the models held at once)
+
+
 def build(path: Path, specs: list[dict[str, Any]], vectors: np.ndarray, embedder: Any) -> float:
-    """A fresh database file holding the specs (bulk COPY + RELATED co-occurrence edges)."""
+    """A fresh database file holding the specs (bulk COPY + RELATED co-occurrence edges), written
+    ``BUILD_CHUNK`` learnings at a time (the catalog is loaded once, at the end)."""
     from graphmem.models import Learning
     from graphmem.store import KuzuGraphStore
 
     t = time.perf_counter()
     base = time.time() - 200 * 86400
-    learnings = []
-    for i, s in enumerate(specs):
-        when = _utc(base + i * (180 * 86400 / max(1, len(specs))))
-        learnings.append(Learning(
-            user_id=s["user"], shared=s["shared"], content=s["content"], tool=s["tool"],
-            entities=s["entities"], topics=s["topics"], status=s["status"], tier=s["tier"],
-            canary_allocation=0.2 if s["status"] == "canary" else 1.0, helpful=s["helpful"],
-            harmful=s["harmful"], confidence=s["confidence"], created_at=when, updated_at=when,
-        ))
-    (path.parent / (path.name + ".ids.json")).write_text(json.dumps([l.id for l in learnings]))
-    store = KuzuGraphStore(path, dim=embedder.dim, embedder_name=embedder.name)
+    all_ids: list[str] = []
+    pairs: dict[str, dict[tuple[str, str, str, str], int]] = {}  # co-occurrence per owner
+    store = KuzuGraphStore(path, dim=embedder.dim, embedder_name=embedder.name, vector_storage="int8")
+    reload_catalog = store.load_learning_catalog
+    store.load_learning_catalog = lambda: None  # type: ignore[method-assign]  # once, at the end
     try:
-        store.bulk_insert_learnings(learnings, vectors)
-        pairs: dict[str, dict[tuple[str, str, str, str], int]] = {}  # co-occurrence per owner
-        for l in learnings:
-            names = [("Topic", x) for x in l.topics] + [("Entity", x) for x in l.entities]
-            mine = pairs.setdefault(l.user_id, {})
-            for a in range(len(names)):
-                for b in range(a + 1, len(names)):
-                    key = (names[a][0], names[a][1], names[b][0], names[b][1])
-                    mine[key] = mine.get(key, 0) + 1
+        for start in range(0, len(specs), BUILD_CHUNK):
+            learnings = []
+            for i in range(start, min(len(specs), start + BUILD_CHUNK)):
+                s = specs[i]
+                when = _utc(base + i * (180 * 86400 / max(1, len(specs))))
+                learnings.append(Learning(
+                    user_id=s["user"], shared=s["shared"], content=s["content"], tool=s["tool"],
+                    entities=s["entities"], topics=s["topics"], status=s["status"], tier=s["tier"],
+                    canary_allocation=0.2 if s["status"] == "canary" else 1.0, helpful=s["helpful"],
+                    harmful=s["harmful"], confidence=s["confidence"], created_at=when, updated_at=when,
+                ))
+            store.bulk_insert_learnings(learnings, vectors[start : start + len(learnings)])
+            all_ids.extend(l.id for l in learnings)
+            for l in learnings:
+                names = [("Topic", x) for x in l.topics] + [("Entity", x) for x in l.entities]
+                mine = pairs.setdefault(l.user_id, {})
+                for a in range(len(names)):
+                    for b in range(a + 1, len(names)):
+                        key = (names[a][0], names[a][1], names[b][0], names[b][1])
+                        mine[key] = mine.get(key, 0) + 1
+            del learnings
+            print(f"  built {len(all_ids)}/{len(specs)} ({time.perf_counter() - t:.0f} s)", flush=True)
         for user, counted in pairs.items():
             store.bulk_insert_related([(*k, w) for k, w in counted.items()], user_id=user)
+        store.load_learning_catalog = reload_catalog  # type: ignore[method-assign]
     finally:
         store.close()
+    (path.parent / (path.name + ".ids.json")).write_text(json.dumps(all_ids))
     return time.perf_counter() - t
 
 
@@ -296,25 +309,47 @@ ANN_CHECK_MAX = 20_000  # --ann-check builds HNSW only up to this size (100k too
 
 def measure(
     size: int, n_queries: int, embedder: Any, tag: str, seed: int, workdir: Path, limit: int = 0,
-    *, with_baseline: bool = True, ann: bool = False, buffer_pool_mb: int | None = None,
+    *, with_baseline: bool = True, ann: bool = False, buffer_pool_mb: int | None = None, keep: bool = False,
+    ann_min_rows: int | None = None, ann_wait_s: float = 3600.0,
 ) -> dict[str, Any]:
     """Build a file of ``size`` learnings and measure it."""
     from graphmem import Memory, Settings
 
-    print(f"[{size}] generating, embedding and building in a child process", flush=True)
-    path = workdir / f"scale_{size}.kuzu"
-    for p in (path, Path(str(path) + ".wal")):
-        if p.exists():
-            p.unlink()
-    build_s = build_apart(path, size, seed, tag, limit)
+    path = workdir / f"scale_{size}_{tag}_{limit}_{seed}.kuzu"
+    ids_file = path.parent / (path.name + ".ids.json")
+    if keep and path.exists() and ids_file.exists():
+        print(f"[{size}] reusing {path}", flush=True)
+        build_s = float("nan")
+    else:
+        print(f"[{size}] generating, embedding and building in a child process", flush=True)
+        for p in (path, Path(str(path) + ".wal"), Path(str(path) + ".ann"), Path(str(path) + ".ann.ids"), ids_file):
+            if p.exists():
+                p.unlink()
+        build_s = build_apart(path, size, seed, tag, limit)
     file_bytes = sum(p.stat().st_size for p in (path, Path(str(path) + ".wal")) if p.exists())
     print(f"[{size}] built in {build_s:.1f} s; opening", flush=True)
-    settings = Settings() if buffer_pool_mb is None else Settings(kuzu_buffer_pool_mb=buffer_pool_mb)
+    overrides: dict[str, Any] = {}
+    if buffer_pool_mb is not None:
+        overrides["kuzu_buffer_pool_mb"] = buffer_pool_mb
+    if ann_min_rows is not None:
+        overrides["vector_ann_min_rows"] = ann_min_rows
+    settings = Settings(**overrides)
     t, cpu = time.perf_counter(), time.process_time()
     mem = Memory(path, user="alice", embedder=embedder, settings=settings)
     open_s, open_cpu_s = time.perf_counter() - t, time.process_time() - cpu
     rss_open = rss_mb()
     peak_open = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # this process's peak so far
+    vectors = mem.store.learning_catalog.vectors
+    ann_info: dict[str, Any] = {"min_rows": settings.vector_ann_min_rows, "loaded_at_open": vectors.ann_ready,
+                                "building_at_open": vectors._builder is not None}
+    if vectors._builder is not None:
+        print(f"[{size}] opened in {open_s:.1f} s; waiting for the HNSW build (background thread)", flush=True)
+        t, cpu = time.perf_counter(), time.process_time()
+        vectors.wait_ann(ann_wait_s)
+        ann_info.update(build_wait_s=round(time.perf_counter() - t, 1), build_cpu_s=round(time.process_time() - cpu, 1))
+    ann_info.update(ready=vectors.ann_ready, error=vectors.ann_error,
+                    mb=round(vectors.ann.nbytes / 1e6, 1) if vectors.ann is not None else 0.0,
+                    rss_with_index_mb=round(rss_mb(), 1))
     vector_info: dict[str, Any] = {}
     baseline: dict[str, Any] = {}
     try:
@@ -380,6 +415,7 @@ def measure(
         "file_mb_per_100_learnings": round(file_bytes / 1e6 / max(1, size) * 100, 3),
         "file_mb": round(file_bytes / 1e6, 1),
         "vector": vector_info,
+        "ann": ann_info,
         "baseline_float32": baseline,
     }
     if baseline:
@@ -425,7 +461,11 @@ def vector_check(
     ref[known] = exact[order[known]]
     mine = np.asarray([u == "alice" for u in catalog.user[:n]]) | (catalog.col("shared") > 0)
     mine &= known
+    from graphmem.retrieve.candidates import vector_candidates
+
+    ann_below = mem.settings.vector_ann_exact_below
     rec_all, rec_user, t_mirror, t_exact, t_subset = [], [], [], [], []
+    path_all, path_user, t_path_all, t_path_user = [], [], [], []
     ref_t = torch.from_numpy(ref)
     rows = np.flatnonzero(mine)
     for q in qv:
@@ -443,6 +483,12 @@ def vector_check(
         rec_all.append(len(set(np.argsort(-want_k)[:10]) & set(np.argsort(-got_k)[:10])) / 10)
         want_u, got_u = np.where(mine, want, -np.inf), np.where(mine, got, -np.inf)
         rec_user.append(len(set(np.argsort(-want_u)[:10]) & set(np.argsort(-got_u)[:10])) / 10)
+        # the path context() takes (HNSW when the mirror has it, else the scan), top 10
+        for msk, rec, times, wanted in ((known, path_all, t_path_all, want_k), (mine, path_user, t_path_user, want_u)):
+            t = time.perf_counter()
+            rows_found, _ = vector_candidates(catalog, q, msk, 50, mem.settings.vector_scan_subset_below, ann_below)
+            times.append((time.perf_counter() - t) * 1e3)
+            rec.append(len(set(np.argsort(-wanted)[:10].tolist()) & set(rows_found[:10])) / 10)
     out: dict[str, Any] = {
         "storage": "int8" if catalog.vectors.quantised else "float32",
         "mirror_mb": round(catalog.vectors.nbytes / 1e6, 1),
@@ -455,6 +501,12 @@ def vector_check(
         "eligible_share": round(float(mine.mean()), 3),
         "exact_float32_scan_p50_ms": round(pct(t_exact, 50), 2),
         "scan_over_exact": round(pct(t_mirror, 50) / pct(t_exact, 50), 2),
+        "search_path": "hnsw" if catalog.vectors.ann_ready else "scan",
+        "path_recall_at_10": round(float(np.mean(path_all)), 4),
+        "path_recall_at_10_min": round(float(np.min(path_all)), 2),
+        "path_recall_at_10_one_user": round(float(np.mean(path_user)), 4),
+        "path_p50_ms": round(pct(t_path_all, 50), 2),
+        "path_one_user_p50_ms": round(pct(t_path_user, 50), 2),
     }
     if ann and n <= ANN_CHECK_MAX:
         out["hnsw"] = hnsw_check(ref[known], qv)
@@ -549,6 +601,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--save", action="store_true", help="write the tracked benchmarks/results/scale.json")
     ap.add_argument("--no-baseline", action="store_true", help="skip the float32 (exact scan) baseline run")
     ap.add_argument("--ann-check", action="store_true", help="also build a usearch HNSW index and measure it")
+    ap.add_argument("--keep-dir", type=Path, default=None,
+                    help="build the files here and reuse them on later runs (default: a temporary folder)")
+    ap.add_argument("--ann-min-rows", type=int, default=None,
+                    help="Settings.vector_ann_min_rows for the measured Memory (default: the Settings default)")
     ap.add_argument("--buffer-pool-mb", type=int, default=None,
                     help="Settings.kuzu_buffer_pool_mb for the measured Memory (default: the Settings default)")
     args = ap.parse_args(argv)
@@ -556,16 +612,19 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if args.embed_only:
         embeddings(generate(max(args.sizes), args.seed), embedder, args.embedder, args.seed, args.corpus_embed_limit)
         return []
-    workdir = Path(tempfile.mkdtemp(prefix="graphmem-scale-"))
+    keep = args.keep_dir is not None
+    workdir = args.keep_dir if keep else Path(tempfile.mkdtemp(prefix="graphmem-scale-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     results = []
     try:
         for size in args.sizes:
             results.append(measure(size, args.queries, embedder, args.embedder, args.seed, workdir, args.corpus_embed_limit,
                                    with_baseline=not args.no_baseline, ann=args.ann_check,
-                                   buffer_pool_mb=args.buffer_pool_mb))
+                                   buffer_pool_mb=args.buffer_pool_mb, keep=keep, ann_min_rows=args.ann_min_rows))
             print(json.dumps(results[-1]), flush=True)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
     print_table(results)
     out = args.json_out or (RESULTS if args.save else RESULTS / "local") / "scale.json"
     out.parent.mkdir(parents=True, exist_ok=True)

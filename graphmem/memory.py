@@ -148,6 +148,7 @@ class Memory:
         store = open_store(
             path, dim=embedder.dim, embedder_name=embedder.name, read_only=read_only,
             vector_storage=settings.vector_storage, vector_int8_min_rows=settings.vector_int8_min_rows,
+            vector_ann_min_rows=settings.vector_ann_min_rows,
             bolt_auth=bolt_auth, buffer_pool_mb=settings.kuzu_buffer_pool_mb,
         )
         if hasattr(store, "fulltext_at_close"):

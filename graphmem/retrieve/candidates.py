@@ -13,15 +13,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from graphmem.config import Settings
+from graphmem.store.anchors import AnchorIndex
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE, LearningCatalog
 from graphmem.store.text import search_text
+from graphmem.store.vectors import LazyCosine
 
 if TYPE_CHECKING:
     from graphmem.store.retrieval import RetrievalStore
@@ -82,25 +84,50 @@ def eligible_mask(
     live = status == _ACTIVE
     canary = np.flatnonzero(mask & (status == _CANARY))
     if canary.size:  # draws in id order, so the same learnings are drawn whatever the storage order
-        canary = np.asarray(sorted(canary.tolist(), key=catalog.ids.__getitem__), dtype=np.int64)
+        canary = _in_id_order(catalog, canary)
         draws = rng.random(canary.size)
         live[canary[draws < catalog.col("canary_allocation")[canary]]] = True
     return mask & live
 
 
+def _in_id_order(catalog: LearningCatalog, rows: np.ndarray) -> np.ndarray:
+    """``rows`` sorted by their learnings' ids, remembered (in ``catalog.memo``) while the rows
+    keep their ids (the catalog's generation) and the set is the same (sorting 10k canary ids
+    costs ~5 ms at 1M learnings)."""
+    key = ("id_order", catalog.generation, int(rows.size), hash(rows.tobytes()))
+    cached = catalog.memo.get(key)
+    if cached is None:
+        cached = np.asarray(sorted(rows.tolist(), key=catalog.ids.__getitem__), dtype=np.int64)
+        if len(catalog.memo) >= 64:
+            catalog.memo.clear()
+        catalog.memo[key] = cached
+    return cached
+
+
 def vector_candidates(
-    catalog: LearningCatalog, query_vector: np.ndarray | None, mask: np.ndarray, n: int, subset_below: float = 0.0
+    catalog: LearningCatalog, query_vector: np.ndarray | None, mask: np.ndarray, n: int, subset_below: float = 0.0,
+    ann_exact_below: int = 0,
 ) -> tuple[list[int], np.ndarray | None]:
     """Top-``n`` eligible rows by cosine, best first, and the cosine of every row (or None).
 
     When fewer than ``subset_below`` × all rows are eligible (another user's learnings are
     most of the store), only the eligible rows are scanned and the others get cosine 0: callers
-    read ``sims`` at eligible rows only.
+    read ``sims`` at eligible rows only. When the mirror has its HNSW index (from
+    ``Settings.vector_ann_min_rows`` rows) and at least ``ann_exact_below`` rows are eligible,
+    the index proposes the candidates, they are reranked by exact cosine, and ``sims`` is a
+    :class:`~graphmem.store.vectors.LazyCosine` (cosines computed for the rows read).
     """
     if query_vector is None or len(catalog) == 0 or n <= 0:
         return [], None
     total = len(catalog)
     eligible = int(mask.sum())
+    if catalog.vectors.ann_ready and eligible >= max(1, ann_exact_below):
+        found = catalog.vectors.ann_search(query_vector, mask, n, eligible)
+        if found is not None:
+            cos = catalog.vectors.cosine(query_vector, found)
+            order = np.argsort(-cos, kind="stable")[: min(n, eligible)]
+            lazy = LazyCosine(catalog.vectors, query_vector, found, cos)
+            return [int(found[i]) for i in order], lazy  # type: ignore[return-value]
     if subset_below > 0 and eligible < subset_below * total:
         sims = np.zeros(total, dtype=np.float32)
         rows = np.flatnonzero(mask)
@@ -181,7 +208,7 @@ def graph_candidates(
     pool: Sequence[str] = (),
     sims: np.ndarray | None = None,
     user: str | None = None,
-) -> dict[int, GraphHit]:
+) -> Mapping[int, GraphHit]:
     """Eligible rows reachable from the anchors, with path weights and readable paths.
 
     One hop (learning → tool/entity/topic/objective type named by the caller or in the query)
@@ -245,30 +272,74 @@ def graph_candidates(
             kept[extra] = True
     else:
         kept = weight > 0  # every reached row (weight is 0 outside ``mask``)
-    hits: dict[int, GraphHit] = {}
-    for anchor in first:
-        members = index.rows_of(anchor)
-        if not members.size:
-            continue
-        kind, name = anchor
-        suffix = " (named in query)" if anchor in linked else ""
-        _add_paths(hits, members[kept[members]], f"via {kind.replace('_', ' ')} {name}{suffix}", 1.0)
-    for (nkind, nname), (vkind, vname), rows in second:
-        _add_paths(hits, rows[kept[rows]], f"2 hops via {vkind} {vname} → {nkind} {nname}", decay)
-    for row, hit in hits.items():
-        hit.weight = float(weight[row])
-    return hits
+    return GraphHits(index, first, second, linked, kept, weight, decay)
 
 
-def _add_paths(hits: dict[int, GraphHit], rows: np.ndarray, path: str, weight: float) -> None:
-    """Credit ``weight`` and ``path`` to each row (once per distinct path)."""
-    for row in rows.tolist():
-        hit = hits.get(row)
-        if hit is None:
-            hits[row] = GraphHit(weight, [path])
-        elif path not in hit.paths:
-            hit.weight += weight
-            hit.paths.append(path)
+class GraphHits(Mapping[int, GraphHit]):
+    """The rows :func:`graph_candidates` kept → :class:`GraphHit`, built on first access.
+
+    Ranking reads every row's weight (the ``weights`` array, no objects) but the paths of the
+    few rows it explains only, so the per-row objects and path strings are made on demand (they
+    cost ~2-3 ms per context() at 10k learnings when built for every reached row). A hit's
+    weight and paths are the same as crediting each path once per row in order: the one-hop
+    anchors first, then the second hops.
+    """
+
+    def __init__(
+        self, index: AnchorIndex, first: list[tuple[str, str]],
+        second: list[tuple[tuple[str, str], tuple[str, str], np.ndarray]], linked: frozenset[tuple[str, str]],
+        kept: np.ndarray, weight: np.ndarray, decay: float,
+    ) -> None:
+        self._index = index
+        self._first = first
+        self._second = second
+        self._linked = linked
+        self._kept = kept
+        self._decay = decay
+        self._weight = weight
+        self.rows = np.flatnonzero(kept & (weight > 0))
+        self.weights = weight[self.rows]
+        self._made: dict[int, GraphHit] = {}
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.rows.tolist())
+
+    def __contains__(self, row: object) -> bool:
+        if not isinstance(row, (int, np.integer)) or not 0 <= int(row) < self._kept.shape[0]:
+            return False
+        return bool(self._kept[int(row)]) and bool(np.any(self.rows == int(row)))
+
+    def __getitem__(self, row: int) -> GraphHit:
+        made = self._made.get(int(row))
+        if made is not None:
+            return made
+        if row not in self:
+            raise KeyError(row)
+        hit = GraphHit()
+        for anchor in self._first:
+            members = self._index.rows_of(anchor)
+            if members.size and bool(np.any(members == row)):
+                kind, name = anchor
+                suffix = " (named in query)" if anchor in self._linked else ""
+                _add_paths_one(hit, f"via {kind.replace('_', ' ')} {name}{suffix}", 1.0)
+        for (nkind, nname), (vkind, vname), rows in self._second:
+            if bool(np.any(rows == row)):
+                _add_paths_one(hit, f"2 hops via {vkind} {vname} → {nkind} {nname}", self._decay)
+        hit.weight = float(self._weight[int(row)])  # the ranked weight (second hops may count once)
+        self._made[int(row)] = hit
+        return hit
+
+
+def _add_paths_one(hit: GraphHit, path: str, weight: float) -> None:
+    """Credit ``weight`` and ``path`` to one hit (once per distinct path)."""
+    if not hit.paths:
+        hit.weight, hit.paths = weight, [path]
+    elif path not in hit.paths:
+        hit.weight += weight
+        hit.paths.append(path)
 
 
 class NameIndex:

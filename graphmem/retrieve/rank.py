@@ -16,6 +16,7 @@ import numpy as np
 from graphmem.config import Settings
 from graphmem.retrieve.candidates import (
     GraphHit,
+    GraphHits,
     NameIndex,
     UserColumn,
     eligible_mask,
@@ -115,9 +116,10 @@ class Retriever:
         if callable(query_vector):
             query_vector = query_vector()
             lap("embed")
-        vec_rows, sims = vector_candidates(catalog, query_vector, mask, n, s.vector_scan_subset_below)
+        vec_rows, sims = vector_candidates(catalog, query_vector, mask, n, s.vector_scan_subset_below,
+                                           s.vector_ann_exact_below)
         lap("vector")
-        hits: dict[int, GraphHit] = {}
+        hits: Mapping[int, GraphHit] = {}
         if any(anchors.values()):
             pool = [catalog.ids[r] for r in vec_rows] + [catalog.ids[r] for r, _ in ft]
             hits = graph_candidates(store, catalog, anchors, mask, s, frozenset(linked), pool, sims, user)
@@ -270,12 +272,15 @@ def _other_tool(catalog: LearningCatalog, rows: np.ndarray, tool: str | None) ->
     return np.fromiter((tools[r] is not None and tools[r] != tool for r in rows.tolist()), dtype=bool, count=len(rows))
 
 
-def _order_graph(hits: dict[int, GraphHit], sims: np.ndarray | None, score_col: np.ndarray, n: int) -> list[int]:
+def _order_graph(hits: Mapping[int, GraphHit], sims: np.ndarray | None, score_col: np.ndarray, n: int) -> list[int]:
     """Graph candidates ranked by path weight, then cosine to the query, then online score."""
     if not hits:
         return []
-    rows = np.fromiter(hits.keys(), dtype=np.int64, count=len(hits))
-    weight = np.fromiter((h.weight for h in hits.values()), dtype=np.float64, count=len(hits))
+    if isinstance(hits, GraphHits):  # weights as an array, no per-row objects
+        rows, weight = hits.rows, hits.weights
+    else:
+        rows = np.fromiter(hits.keys(), dtype=np.int64, count=len(hits))
+        weight = np.fromiter((h.weight for h in hits.values()), dtype=np.float64, count=len(hits))
     cos = sims[rows] if sims is not None else np.zeros(len(rows))
     order = np.lexsort((rows, -score_col[rows], -cos, -weight))
     return [int(r) for r in rows[order[: max(n, 1)]]]

@@ -31,6 +31,7 @@ def open_store(
     read_only: bool = False,
     vector_storage: str = "auto",
     vector_int8_min_rows: int = 50_000,
+    vector_ann_min_rows: int = 0,
     bolt_auth: tuple[str, str] | None = None,
     buffer_pool_mb: int = 0,
 ) -> KuzuGraphStore:
@@ -44,7 +45,8 @@ def open_store(
     release it with :func:`release_store`. The vector storage rule and Kùzu's buffer pool size
     (``buffer_pool_mb``, 0: Kùzu's default) are the first opener's.
     """
-    vectors: dict[str, Any] = {"vector_storage": vector_storage, "vector_int8_min_rows": vector_int8_min_rows}
+    vectors: dict[str, Any] = {"vector_storage": vector_storage, "vector_int8_min_rows": vector_int8_min_rows,
+                               "vector_ann_min_rows": vector_ann_min_rows}
     if isinstance(path, str) and "://" in path:
         from graphmem.store.bolt import is_bolt_url, open_bolt_store
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -145,6 +146,7 @@ class LearningCatalog:
         self.user: list[str] = []
         self.tool: list[str | None] = []
         self.generation = 0  # bumped whenever rows are added, removed or change owner
+        self.memo: dict[Any, Any] = {}  # results derived from the rows, keyed with the generation
         self.keys: dict[tuple[str, str], str] = {}
         self._key_of: dict[str, tuple[str, str]] = {}
         self.cols: dict[str, np.ndarray] = {c: np.zeros(16, dtype=np.float64) for c in self.COLUMNS}

@@ -45,10 +45,22 @@ class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, Searc
         vector_storage: str = "auto",
         vector_int8_min_rows: int = 50_000,
         buffer_pool_mb: int = 0,
+        vector_ann_min_rows: int = 0,
     ) -> None:
         super().__init__(path, dim=dim, embedder_name=embedder_name, read_only=read_only, buffer_pool_mb=buffer_pool_mb)
-        self.learning_catalog.vectors.configure(vector_storage, vector_int8_min_rows)  # before the load
+        vectors = self.learning_catalog.vectors
+        if self.path is not None:  # the HNSW index is saved beside the file (graphmem/store/ann.py)
+            vectors.ann_path = str(self.path) + ".ann"
+            vectors.ann_save = not read_only
+        vectors.configure(vector_storage, vector_int8_min_rows, vector_ann_min_rows)  # before the load
         self.reload_catalogs()
+
+    def close(self) -> None:
+        """Close the database; the vector mirror's HNSW index is saved first when it changed."""
+        if not self.closed:
+            with suppress(Exception):
+                self.learning_catalog.vectors.close_ann()
+        super().close()
 
     def configure_vectors(self, storage: str, int8_min_rows: int) -> None:
         """Change how the learnings' vector mirror is stored ("auto", "float32", "int8"; see

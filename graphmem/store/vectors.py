@@ -10,10 +10,10 @@ cosine of row i is ``int_dot(code_i, code_q) · scale_i · scale_q``. On MiniLM 
 by this score share 99.3 % of their rows with the exact float32 top 10 at 100k learnings (99.6 %
 over 20k texts; benchmarks/scale.py measures it every run).
 
-An approximate graph index (HNSW: usearch or hnswlib) was measured here and not used: building
-it over 100k MiniLM-sized vectors took 11 minutes on the shared 2-core machine (hours at 1M), it
-would have to be rebuilt or stored beside the single database file on every open, and per-user
-filtering needs over-fetching with an exact fallback anyway. See the README's benchmark section.
+From ``Settings.vector_ann_min_rows`` rows on (0, the default: never) the mirror also keeps an HNSW
+index (graphmem/store/ann.py): built in the background, saved beside the database file, asked
+for the nearest rows with over-fetching for the eligible ones; the exact scan remains the
+fallback and the reference (:meth:`ScanMatrix.ann_search`).
 
 The mirror never converts back from int8 on its own: asking for float32 storage afterwards
 (``configure``) reports that the store must re-read the file.
@@ -21,9 +21,13 @@ The mirror never converts back from int8 on its own: asking for float32 storage 
 
 from __future__ import annotations
 
+import math
+import threading
 from typing import Any
 
 import numpy as np
+
+from graphmem.store import ann as ann_mod
 
 STORAGES = ("auto", "float32", "int8")
 _CHUNK = 65_536  # rows quantised at a time (bounds the temporary float32 copies)
@@ -96,6 +100,22 @@ class ScanMatrix:
         self.int8_min_rows = int8_min_rows
         self._m: np.ndarray = np.zeros((16, dim), dtype=np.float32)
         self._scale: np.ndarray = np.ones(16, dtype=np.float32)
+        # the approximate index (graphmem/store/ann.py); 0 rows: never
+        self.ann_min_rows = 0
+        # ef_search 1024: recall@10 0.943 at 1M (README); 64 gave 0.67
+        self.ann_params: dict[str, Any] = {"connectivity": 16, "expansion_add": 64, "expansion_search": 1024}
+        self.ann_max_fetch = 4096  # over-fetch at most this many neighbours per query
+        self.ann_build_threads = 1
+        self.ann_path: str | None = None  # where the index is saved (None: kept in memory only)
+        self.ann_save = True  # False for a read-only store: the saved index is read, never written
+        self.ann: ann_mod.AnnIndex | None = None
+        self.ann_error: str | None = None
+        self.generation = 0  # bumped by every full (re)load of the rows
+        self._builder: ann_mod.AnnBuilder | None = None
+        self._dirty: set[str] = set()  # ids written while the index was being built or loaded
+        self._ann_lock = threading.RLock()
+        self._ann_changes = 0  # index writes since it was last saved
+        self._previous: ann_mod.AnnIndex | None = None  # a ready index kept across a reload
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -113,12 +133,19 @@ class ScanMatrix:
     def _want_int8(self, n: int) -> bool:
         return self.storage == "int8" or (self.storage == "auto" and n >= self.int8_min_rows)
 
-    def configure(self, storage: str, int8_min_rows: int) -> bool:
+    def configure(self, storage: str, int8_min_rows: int, ann_min_rows: int | None = None) -> bool:
         """Set the storage rule; quantises now if it asks for int8. Returns False when the
-        rows are int8 but the rule now wants float32: the caller must reload them from the file."""
+        rows are int8 but the rule now wants float32: the caller must reload them from the file.
+        ``ann_min_rows`` (None: unchanged; 0: never): rows from which the HNSW index is kept."""
         if storage not in STORAGES:
             raise ValueError(f"vector storage must be one of {', '.join(STORAGES)}, got {storage!r}")
         self.storage, self.int8_min_rows = storage, int(int8_min_rows)
+        if ann_min_rows is not None and int(ann_min_rows) != self.ann_min_rows:
+            self.ann_min_rows = int(ann_min_rows)
+            if not self._want_ann(len(self.ids)):
+                self.drop_ann()
+            else:
+                self.ensure_ann()
         if self.quantised:
             return self._want_int8(len(self.ids))
         self._maybe_quantise()
@@ -177,11 +204,21 @@ class ScanMatrix:
         else:
             self._m[row] = unit[0]
             self._maybe_quantise()
+        self._ann_touch([ident])
+        if self.ann_min_rows and self.ann is None and self._builder is None and self._want_ann(len(self.ids)):
+            self.start_ann_build()  # grown past the size that asks for the index
         return row
 
     def bulk_load(self, ids: list[str], vectors: np.ndarray) -> None:
         """Replace everything with ``ids`` and their vectors (used on open), quantised in chunks
         when the storage rule asks for int8 at this size."""
+        self._begin_reload()
+        try:
+            self._bulk_load(ids, vectors)
+        finally:
+            self.ensure_ann()
+
+    def _bulk_load(self, ids: list[str], vectors: np.ndarray) -> None:
         self.ids = list(ids)
         self.rows = {ident: i for i, ident in enumerate(self.ids)}
         n = len(self.ids)
@@ -206,6 +243,7 @@ class ScanMatrix:
         The storage (float32 or int8) is chosen by ``expected_rows``, so int8 rows are quantised
         chunk by chunk in :meth:`append_loaded` and no float32 copy of the whole matrix exists.
         Untouched capacity costs no resident memory (zeroed pages are mapped on first write)."""
+        self._begin_reload()
         self.ids, self.rows = [], {}
         cap = max(16, int(expected_rows))
         dtype = np.int8 if self._want_int8(int(expected_rows)) else np.float32
@@ -232,6 +270,7 @@ class ScanMatrix:
         """End a chunked load: index the ids (and quantise now if the final size asks for int8)."""
         self.rows = dict(zip(self.ids, range(len(self.ids))))
         self._maybe_quantise()
+        self.ensure_ann()
 
     def remove(self, ident: str) -> tuple[int, int] | None:
         """Swap-remove ``ident``; returns (removed_row, moved_from_row) or None if absent."""
@@ -246,6 +285,7 @@ class ScanMatrix:
             self._m[row] = self._m[last]
             self._scale[row] = self._scale[last]
         self.ids.pop()
+        self._ann_touch([ident] if row == last else [ident, self.ids[row]])
         return row, last
 
     # --- scoring -----------------------------------------------------------------------------
@@ -281,3 +321,233 @@ class ScanMatrix:
         if dots is None:
             dots = target.astype(np.int32) @ q_codes[0].astype(np.int32)
         return dots.astype(np.float32) * scale * q_scale[0]
+
+    # --- the approximate index (graphmem/store/ann.py) ---------------------------------------
+    def _want_ann(self, n: int) -> bool:
+        return self.ann_min_rows > 0 and n >= self.ann_min_rows and ann_mod.available()
+
+    @property
+    def ann_ready(self) -> bool:
+        """True when the HNSW index answers queries (built or loaded, and up to date)."""
+        return self.ann is not None
+
+    def _begin_reload(self) -> None:
+        """A full reload starts: stop a build; keep a ready index to repair after the load."""
+        with self._ann_lock:
+            self.generation += 1
+            if self._builder is not None:
+                self._builder.cancelled.set()
+                self._builder = None
+            self._previous = self.ann
+            self.ann = None
+            self._dirty = set()
+
+    def drop_ann(self) -> None:
+        """Forget the index (and stop a build in progress)."""
+        with self._ann_lock:
+            if self._builder is not None:
+                self._builder.cancelled.set()
+                self._builder = None
+            self.ann = None
+            self._previous = None
+            self._dirty = set()
+
+    def ensure_ann(self) -> None:
+        """Have an index when the size asks for one: repair the one kept across a reload, else
+        load the saved one (``ann_path``) and repair it, else start a background build."""
+        with self._ann_lock:
+            previous, self._previous = self._previous, None
+            if not self._want_ann(len(self.ids)):
+                self.ann = None
+                return
+            if self.ann is not None or self._builder is not None:
+                return
+            index = previous
+            if index is None and self.ann_path is not None:
+                index = ann_mod.AnnIndex.load(self.ann_path, self.dim, **self.ann_params)
+            if index is not None and self._repair(index):
+                self.ann = index
+                return
+            self.start_ann_build()
+
+    def start_ann_build(self) -> None:
+        """Build the index in a background thread (queries scan exactly until it is ready)."""
+        with self._ann_lock:
+            if self._builder is not None:
+                return
+            self._dirty = set()
+            self._builder = ann_mod.AnnBuilder(self, self.generation, dict(self.ann_params), self.ann_build_threads)
+            self._builder.start()
+
+    def wait_ann(self, timeout: float | None = None) -> bool:
+        """Wait for a background build to finish; True when an index is ready."""
+        builder = self._builder
+        if builder is not None:
+            builder.join(timeout)
+        return self.ann is not None
+
+    def rows_for_index(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Unit float32 vectors of ``rows`` and the fingerprints of their int8 codes."""
+        idx = np.asarray(rows, dtype=np.int64)
+        if self.quantised:
+            codes = self._m[idx]
+            return codes.astype(np.float32) * self._scale[idx, None], ann_mod.fingerprints(codes)
+        vectors = self._m[idx].copy()
+        return vectors, ann_mod.fingerprints(quantise(vectors)[0])
+
+    def _fingerprints_all(self) -> np.ndarray:
+        n = len(self.ids)
+        out = np.zeros(n, dtype=np.int64)
+        for start in range(0, n, _CHUNK):
+            stop = min(n, start + _CHUNK)
+            codes = self._m[start:stop] if self.quantised else quantise(self._m[start:stop])[0]
+            out[start:stop] = ann_mod.fingerprints(codes)
+        return out
+
+    def _repair(self, index: ann_mod.AnnIndex) -> bool:
+        """Bring ``index`` in line with the rows (re-add changed or new rows, drop removed ones);
+        False when too much differs (more than a fifth of the rows): rebuild instead."""
+        n = len(self.ids)
+        prints = self._fingerprints_all()
+        saved = np.asarray(index.prints, dtype=np.int64)
+        keys = np.fromiter((index.key_of.get(i, -1) for i in self.ids), dtype=np.int64, count=n)
+        known = keys >= 0
+        stale = ~known
+        stale[known] |= saved[keys[known]] != prints[known]
+        gone = len(index) - int(known.sum())
+        if int(stale.sum()) + gone > max(1000, n // 5):
+            return False
+        if gone:
+            live = set(self.ids)
+            index.remove([i for i in list(index.key_of) if i not in live])
+        rows = np.flatnonzero(stale)
+        for start in range(0, rows.size, 4096):
+            part = rows[start : start + 4096]
+            vectors, fps = self.rows_for_index(part)
+            index.add([self.ids[r] for r in part.tolist()], vectors, fps, threads=self.ann_build_threads)
+        if rows.size or gone:
+            self._ann_changes += 1
+        return True
+
+    def _ann_touch(self, ids: list[str]) -> None:
+        """Rows of ``ids`` changed (written, removed or moved): update the index or note them."""
+        if self.ann is None and self._builder is None:
+            return
+        with self._ann_lock:
+            if self._builder is not None:
+                self._dirty.update(ids)
+            elif self.ann is not None:
+                self._apply(self.ann, ids)
+
+    def _apply(self, index: ann_mod.AnnIndex, ids: list[str] | set[str]) -> None:
+        present = [i for i in ids if i in self.rows]
+        absent = [i for i in ids if i not in self.rows]
+        if absent:
+            index.remove(absent)
+        if present:
+            vectors, fps = self.rows_for_index(np.asarray([self.rows[i] for i in present], dtype=np.int64))
+            index.add(present, vectors, fps)
+        self._ann_changes += 1
+
+    def ann_built(self, index: ann_mod.AnnIndex, builder: ann_mod.AnnBuilder) -> None:
+        """Called by the builder thread: take the index (unless a reload made it stale)."""
+        with self._ann_lock:
+            if builder is not self._builder or builder.generation != self.generation:
+                return
+            self._apply(index, self._dirty)
+            self._dirty = set()
+            self._builder = None
+            self.ann = index
+            self.ann_error = None
+        self.save_ann()
+
+    def ann_failed(self, builder: ann_mod.AnnBuilder, error: Exception) -> None:
+        """Called by the builder thread when the build failed: keep scanning exactly."""
+        with self._ann_lock:
+            if builder is self._builder:
+                self._builder = None
+                self.ann_error = f"{type(error).__name__}: {error}"
+
+    def save_ann(self) -> None:
+        """Save the index beside the database file when it changed since it was last saved."""
+        with self._ann_lock:
+            if self.ann is None or self.ann_path is None or not self.ann_save or self._ann_changes == 0:
+                return
+            try:
+                self.ann.save(self.ann_path)
+                self._ann_changes = 0
+            except (OSError, RuntimeError) as e:
+                self.ann_error = f"saving {self.ann_path} failed: {e}"
+
+    def close_ann(self) -> None:
+        """Stop a build and save the index (when the store closes)."""
+        with self._ann_lock:
+            if self._builder is not None:
+                self._builder.cancelled.set()
+                self._builder = None
+        self.save_ann()
+
+    def ann_search(self, query: np.ndarray, mask: np.ndarray, n: int, eligible: int) -> np.ndarray | None:
+        """Rows allowed by ``mask`` among the HNSW index's nearest to ``query`` (at least
+        min(``n``, ``eligible``) of them, in the index's order: rerank them exactly); None when
+        there is no index or the over-fetch found too few eligible rows (the caller then scans
+        exactly). ``eligible`` = ``mask.sum()``."""
+        total = len(self.ids)
+        index = self.ann
+        if index is None or total == 0 or n <= 0:
+            return None
+        want = min(n, eligible)
+        share = eligible / total
+        ef = int(self.ann_params.get("expansion_search", 64))
+        k = min(self.ann_max_fetch, total, max(ef, 2 * want, math.ceil(2 * want / max(share, 1e-9))))
+        with self._ann_lock:
+            if self.ann is not index:
+                return None
+            found = index.search(unit_rows(query)[0], k, ef)
+        rows = np.fromiter((self.rows.get(i, -1) for i in found), dtype=np.int64, count=len(found))
+        rows = rows[rows >= 0]
+        rows = rows[mask[rows]]
+        if rows.size < want:
+            return None
+        return rows
+
+
+class LazyCosine:
+    """The cosine of a query to every row, computed only for the rows asked for (and kept).
+
+    What :func:`graphmem.retrieve.candidates.vector_candidates` returns when the HNSW index
+    found the candidates: the rest of ranking reads cosines at a few hundred rows, never all.
+    Supports ``sims[row]`` and ``sims[rows]`` (an integer array).
+    """
+
+    def __init__(self, matrix: ScanMatrix, query: np.ndarray, rows: np.ndarray | None = None,
+                 values: np.ndarray | None = None) -> None:
+        n = len(matrix)
+        self._matrix = matrix
+        self._query = query
+        self._values = np.zeros(n, dtype=np.float32)
+        self._known = np.zeros(n, dtype=bool)
+        self.shape = (n,)
+        if rows is not None and values is not None:
+            self._values[rows] = values
+            self._known[rows] = True
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, idx: Any) -> Any:
+        if isinstance(idx, (int, np.integer)):
+            i = int(idx)
+            if not self._known[i]:
+                self._values[i] = self._matrix.cosine(self._query, np.asarray([i]))[0]
+                self._known[i] = True
+            return self._values[i]
+        rows = np.asarray(idx)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        missing = rows[~self._known[rows]]
+        if missing.size:
+            missing = np.unique(missing)
+            self._values[missing] = self._matrix.cosine(self._query, missing)
+            self._known[missing] = True
+        return self._values[rows]

@@ -282,13 +282,14 @@ def open_bolt_store(
     database: str | None = None,
     vector_storage: str = "auto",
     vector_int8_min_rows: int = 50_000,
+    vector_ann_min_rows: int = 0,
 ) -> Any:
     """Connect to the graphmem memory in the Bolt database at ``url`` (created if empty) and load
     its mirrors. ``bolt://host:7687/name`` picks the database ``name``."""
     store = bolt_store_class()(url, dim=dim, embedder_name=embedder_name, read_only=read_only, auth=auth,
                                database=database)
     try:
-        store.learning_catalog.vectors.configure(vector_storage, vector_int8_min_rows)
+        store.learning_catalog.vectors.configure(vector_storage, vector_int8_min_rows, vector_ann_min_rows)
         store._reload_mirrors()
     except BaseException:
         store.close()
