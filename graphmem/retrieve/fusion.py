@@ -6,6 +6,7 @@ All functions are pure numpy over catalog rows; the weights come from :class:`Se
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ def rrf(lists: Mapping[str, Sequence[int]], weights: Mapping[str, float], k: int
 def score_fusion(
     lists: Mapping[str, Sequence[int]],
     weights: Mapping[str, float],
-    scores: Mapping[str, Mapping[int, float] | np.ndarray | None],
+    scores: Mapping[str, Mapping[int, float] | np.ndarray | Any | None],
 ) -> dict[int, float]:
     """Weighted fusion of the signals' own scores, each min-max scaled over the candidates.
 
@@ -51,10 +52,10 @@ def score_fusion(
         raw = scores.get(name)
         if raw is None:
             continue
-        if isinstance(raw, np.ndarray):
-            values = raw[rows].astype(np.float64)
-        else:
+        if isinstance(raw, Mapping):
             values = np.fromiter((raw.get(int(r), 0.0) for r in rows), dtype=np.float64, count=rows.size)
+        else:  # an array, or the lazy cosines of an approximate vector search (``sims[rows]``)
+            values = np.asarray(raw[rows], dtype=np.float64)
         low, high = float(values.min()), float(values.max())
         if high > low:
             fused += w * (values - low) / (high - low)

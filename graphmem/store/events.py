@@ -89,7 +89,7 @@ class EventStore(KuzuBase):
                     "WITH n MATCH (e:Event {id: $id}) MERGE (e)-[:MENTIONS]->(n)",
                     {"id": event.id, "name": name, "kind": kind, "ts": params["created_at"]},
                 )
-            self.note_layout(event, [*event.entities, *(name for name, _ in mentions)])  # type: ignore[attr-defined]
+            self._note_layout(event, [*event.entities, *(name for name, _ in mentions)])  # type: ignore[attr-defined]
             if embedding is None:  # the drain checks that the row exists (a rollback drops it)
                 embed_queue(self).put(event.id, event.user_id, event.content, params["search_text"])
             else:
@@ -151,7 +151,7 @@ class EventStore(KuzuBase):
                 self.copy_rows("MENTIONS", edge_table(mentioned), "(from='Event', to='Entity')")  # type: ignore[attr-defined]
             for i, ((event, embedding), params) in enumerate(zip(items, rows)):
                 extra = mentions[i] if mentions is not None else ()
-                self.note_layout(event, [*event.entities, *(name for name, _ in extra)])  # type: ignore[attr-defined]
+                self._note_layout(event, [*event.entities, *(name for name, _ in extra)])  # type: ignore[attr-defined]
                 self.on_commit(functools.partial(
                     self.event_catalog.add, event.id, event.user_id, embedding, params["search_text"]))
 

@@ -316,7 +316,7 @@ class SearchStore(KuzuBase):
             self._layout_pending = pending
         return pending
 
-    def note_layout(self, event: Event, mentions: Sequence[str]) -> None:
+    def _note_layout(self, event: Event, mentions: Sequence[str]) -> None:
         """Note what a written event adds to its user's layout (before the commit; the layout
         takes it once the catalog holds the event). ``mentions``: its MENTIONS entity names."""
         pending = self._pending_layout()
