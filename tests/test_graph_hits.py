@@ -67,3 +67,18 @@ def test_lazy_graph_hits_equal_the_eager_ones(make_memory: Callable[..., Memory]
             assert abs(eager[row].weight - weight) < 1e-9
         assert -1 not in hits and len(catalog) not in hits
     assert mem.context("billing for Dana", tool="send_email", limit=5).learnings
+
+
+def test_fusion_reads_graph_weights_without_building_paths(make_memory: Callable[..., Memory]) -> None:
+    from graphmem.retrieve.rank import _graph_weights
+
+    mem = make_memory()
+    mem.add_learnings([{"content": f"Rule {i} for Dana", "entities": ["Dana"], "topics": ["email"]} for i in range(30)])
+    catalog = mem.store.learning_catalog
+    hits = graph_candidates(mem.store, catalog, {"entity": ["Dana"]}, np.ones(len(catalog), dtype=bool),
+                            mem.settings, user="alice")
+    assert isinstance(hits, GraphHits) and len(hits) == 30
+    weights = _graph_weights(hits)
+    assert weights == dict(zip(hits.rows.tolist(), hits.weights.tolist()))
+    assert not hits._made  # no per-row paths were built to read the weights
+    assert weights == {r: hits[r].weight for r in hits}
