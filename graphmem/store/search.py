@@ -32,6 +32,9 @@ from graphmem.store.text import search_text
 _EVENT_RETURN = ", ".join(f"e.{p} AS {p}" for p in EVENT_PROPS) + ", e.metadata AS metadata"
 
 
+# per id asked for, the events a table must hold before primary-key lookups beat one scan
+_LOOKUP_PER_ID_EVENTS = 2_000
+
 class EventLayout:
     """One user's events, position by position in the order the event catalog holds them (the
     order they were written), with each session's conversation order (time, then insertion)
@@ -400,13 +403,15 @@ class SearchStore(KuzuBase):
 
     def events_by_ids(self, ids: Sequence[str]) -> dict[str, Event]:
         """Events by id (missing ids are absent from the result): a primary-key lookup per id
-        for a few ids (Kùzu 0.11 answers ``e.id IN $ids`` by scanning every event: ~30 ms at 100k
-        events), one scanning query for many."""
+        when the table is large (Kùzu 0.11 answers ``e.id IN $ids`` by scanning every event:
+        ~30 ms at 100k events, against ~0.6 ms per lookup), one scanning query otherwise (at a
+        conversation's 600 events the scan takes ~0.7 ms, ten lookups ~6 ms)."""
         if not ids:
             return {}
-        if len(ids) <= 64:
+        ids = list(dict.fromkeys(ids))
+        if len(ids) <= 64 and len(self.event_catalog) > _LOOKUP_PER_ID_EVENTS * len(ids):
             rows = []
-            for ident in dict.fromkeys(ids):
+            for ident in ids:
                 rows += self.read(f"MATCH (e:Event {{id: $id}}) RETURN {_EVENT_RETURN}", {"id": ident})
         else:
             rows = self.read(f"MATCH (e:Event) WHERE e.id IN $ids RETURN {_EVENT_RETURN}", {"ids": list(ids)})
