@@ -98,13 +98,7 @@ def learnings(specs: list[dict[str, Any]]) -> list[Any]:
 
 def related(items: list[Any]) -> dict[str, list[tuple[str, str, str, str, int]]]:
     pairs: dict[str, dict[tuple[str, str, str, str], int]] = {}
-    for l in items:
-        names = [("Topic", x) for x in l.topics] + [("Entity", x) for x in l.entities]
-        mine = pairs.setdefault(l.user_id, {})
-        for a in range(len(names)):
-            for b in range(a + 1, len(names)):
-                key = (names[a][0], names[a][1], names[b][0], names[b][1])
-                mine[key] = mine.get(key, 0) + 1
+    scale.count_related(pairs, items)
     return {u: [(*k, w) for k, w in c.items()] for u, c in pairs.items()}
 
 

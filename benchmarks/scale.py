@@ -113,6 +113,18 @@ QUERIES = [
 USERS = ["alice", "bob", "carol", "dave", "erin"]
 
 
+def count_related(pairs: dict[str, dict[tuple[str, str, str, str], int]], items: Any) -> None:
+    """Add the learnings' topic/entity co-occurrences to ``pairs`` (per owner: label pair →
+    count), the weights of the RELATED edges a bulk load writes."""
+    for l in items:
+        names = [("Topic", x) for x in l.topics] + [("Entity", x) for x in l.entities]
+        mine = pairs.setdefault(l.user_id, {})
+        for a in range(len(names)):
+            for b in range(a + 1, len(names)):
+                key = (names[a][0], names[a][1], names[b][0], names[b][1])
+                mine[key] = mine.get(key, 0) + 1
+
+
 def entities() -> list[str]:
     """People and organisations (400 people × ORGS)."""
     people = [f"{f} {chr(65 + i % 26)}." if i >= len(FIRST) else f for i, f in enumerate(FIRST * 20)]
@@ -245,13 +257,7 @@ def build(path: Path, specs: list[dict[str, Any]], vectors: np.ndarray, embedder
                 ))
             store.bulk_insert_learnings(learnings, vectors[start : start + len(learnings)])
             all_ids.extend(l.id for l in learnings)
-            for l in learnings:
-                names = [("Topic", x) for x in l.topics] + [("Entity", x) for x in l.entities]
-                mine = pairs.setdefault(l.user_id, {})
-                for a in range(len(names)):
-                    for b in range(a + 1, len(names)):
-                        key = (names[a][0], names[a][1], names[b][0], names[b][1])
-                        mine[key] = mine.get(key, 0) + 1
+            count_related(pairs, learnings)
             del learnings
             print(f"  built {len(all_ids)}/{len(specs)} ({time.perf_counter() - t:.0f} s)", flush=True)
         for user, counted in pairs.items():
