@@ -212,11 +212,15 @@ def test_full_write_queue_answers_503_with_retry_after(served: Served) -> None:
     gate = served.owner.gate  # type: ignore[union-attr]
     held = threading.Event()
     release = threading.Event()
+    admitted: list[int] = []
+    lock = threading.Lock()
 
     def hold(n: int) -> None:
         with gate.admit():
-            if n == gate.capacity - 1:
-                held.set()
+            with lock:  # set once every slot is taken, whichever thread got in last
+                admitted.append(n)
+                if len(admitted) == gate.capacity:
+                    held.set()
             release.wait(10)
 
     # fill every slot with a real admitted write-in-progress, then try one more over HTTP
