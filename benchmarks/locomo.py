@@ -92,6 +92,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "full + speaker scope (entity 0.4, addressed-turn penalty 0.2)": {"search_weight_entity": 0.4,
                                                                       "search_weight_address": 0.2},
     "full - embedding feedback (Rocchio)": {"search_weight_rocchio": 0.0},
+    "full - turn priors": {"search_weight_length": 0.0, "search_weight_question_turn": 0.0},
+    "full - length prior": {"search_weight_length": 0.0},
+    "full - question-turn penalty": {"search_weight_question_turn": 0.0},
 }
 BASELINES = ("cosine", "bm25")
 

@@ -1,10 +1,11 @@
 """Fit the event-search weights on some LoCoMo conversations and measure them on others.
 
     python -m benchmarks.locomo_tune --tune 0-4 --report 5-9 [--rounds 2] [--objective overall|macro]
+        [--only search_weight_length,search_weight_question_turn]
 
 The fit: every question of the ``--tune`` conversations is turned once into graphmem's per-event
 signals (:meth:`EventSearch.signals`: cosine, BM25, entity links and text mentions, time words,
-session dates, the cosine of the query without its anchored names), then coordinate ascent over
+session dates, the cosine of the query without its anchored names, the turn priors), then coordinate ascent over
 a small grid of each ``search_*`` weight re-ranks those signals with :meth:`EventSearch.rank` (the
 same code ``Memory.search`` runs) and keeps a value only when it raises the objective: mean
 evidence R@10 over the questions (``overall``) or the mean of the per-category R@10 (``macro``).
@@ -58,9 +59,12 @@ GRID: dict[str, tuple[float, ...]] = {
     "search_weight_address": (0.0, 0.05, 0.1, 0.15, 0.2),
     "search_weight_rocchio": (0.0, 0.05, 0.1, 0.15, 0.2),
     "search_rocchio_docs": (3, 5, 8, 12),
+    "search_weight_length": (0.0, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2),
+    "search_weight_question_turn": (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4),
 }
 #: settings that change the signals themselves (fixed while the signals are computed)
-_SIGNAL_TIME = {"search_weight_stripped": 0.5, "search_weight_session": 0.1}
+_SIGNAL_TIME = {"search_weight_stripped": 0.5, "search_weight_session": 0.1, "search_weight_length": 0.1,
+                "search_weight_question_turn": 0.1}
 
 
 class Question:
@@ -122,13 +126,16 @@ def evaluate(questions: Sequence[Question], settings: Any, k: int = 10) -> dict[
     return out
 
 
-def fit(questions: Sequence[Question], base: Any, rounds: int, objective: str) -> tuple[dict[str, Any], float]:
-    """Coordinate ascent over :data:`GRID`; returns the changed settings and the objective."""
+def fit(questions: Sequence[Question], base: Any, rounds: int, objective: str,
+        only: Sequence[str] = ()) -> tuple[dict[str, Any], float]:
+    """Coordinate ascent over :data:`GRID` (only the weights in ``only`` when given); returns
+    the changed settings and the objective."""
     best: dict[str, Any] = {}
     score = evaluate(questions, base)[objective]
+    grid = {name: values for name, values in GRID.items() if not only or name in only}
     for r in range(rounds):
         changed = False
-        for name, values in GRID.items():
+        for name, values in grid.items():
             for value in values:
                 if best.get(name, getattr(base, name)) == value:
                     continue
@@ -153,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--objective", choices=["overall", "macro"], default="overall")
     ap.add_argument("--embed-cache", type=Path, default=None)
+    ap.add_argument("--only", default="", help="comma-separated search_* weights to fit (default: all of the grid)")
     ap.add_argument("--json-out", type=Path, default=REPO / "benchmarks" / "results" / "locomo_tune.json")
     args = ap.parse_args(argv)
     if not (args.data / "locomo10.json").exists():
@@ -167,7 +175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     hq, _ = load(args.data, held, args.embed_cache) if held else ([], [])
     print(f"signals of {len(tq)} + {len(hq)} questions in {time.perf_counter() - t0:.0f} s", flush=True)
     base = Settings()
-    fitted, _ = fit(tq, base, args.rounds, args.objective)
+    only = [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = [x for x in only if x not in GRID]
+    if unknown:
+        print(f"--only: not in the grid: {', '.join(unknown)}")
+        return 2
+    fitted, _ = fit(tq, base, args.rounds, args.objective, only)
     rows = {}
     for label, qs in (("tuning", tq), ("held-out", hq)):
         if qs:

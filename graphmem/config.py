@@ -192,6 +192,11 @@ class Settings(BaseModel):
     # the anchored speaker's turns when those are the best hits (fitted on LoCoMo conversations 0-4)
     search_weight_rocchio: float = 0.1
     search_rocchio_docs: int = 5
+    # turn priors (fitted on LoCoMo conversations 0-4, see README): longer turns carry the facts
+    # asked about (the log length, z-scored over the user's events, clipped to [-2, 2]), a turn
+    # that asks a question ("?") rarely answers one
+    search_weight_length: float = 0.05
+    search_weight_question_turn: float = 0.2
     # record_event writes the event row at once and queues its embedding: the next search over
     # events (or record_events, or this many queued events) embeds the queue in one batch first
     event_embed_later: bool = False
@@ -402,6 +407,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_weight_session": _COUNT,
     "search_weight_rocchio": _COUNT, "search_rocchio_docs": _COUNT, "event_embed_queue_max": _POSITIVE,
     "search_weight_prf": _COUNT, "search_weight_address": _COUNT, "search_prf_docs": _COUNT, "search_prf_terms": _COUNT,
+    "search_weight_length": _COUNT, "search_weight_question_turn": _COUNT,
     "dedup_similarity": _UNIT, "contradiction_similarity": _UNIT, "actionability_threshold": _UNIT,
     "actionability_w_directive": _UNIT, "actionability_w_condition": _UNIT,
     "actionability_w_specificity": _UNIT, "actionability_w_not_observation": _UNIT,

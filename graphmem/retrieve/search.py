@@ -37,14 +37,18 @@ The events ranking is hybrid, over the calling user's events only:
     best ``search_rocchio_docs`` hits; each event gets its z-scored cosine to it
     (``search_weight_rocchio``), scaled down on other speakers' turns when the best hits are the
     query speaker's own.
+14. **turn priors**: a longer turn than the user's usual one gains ``search_weight_length`` x its
+    z-scored log length (clipped to [-2, 2]; shorter turns lose as much), and a turn that asks a
+    question ("?") loses ``search_weight_question_turn``: in a conversation, the turns that answer
+    a question about someone are their longer statements, not the questions put to them.
 
 :meth:`EventSearch.signals` computes every signal once and :meth:`EventSearch.rank` applies the
 weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing the signals.
 
 Vector and fulltext are fused first (``Settings.search_fusion``: reciprocal-rank fusion, or a
 score fusion of the z-scored cosine and max-normalised BM25), the fused score is scaled to
-[0, 1], then the graph, neighbour and time bonuses are added (the addressed-turn penalty
-subtracted), then the second hop, then word feedback, then embedding feedback. Each hit says
+[0, 1], then the graph, neighbour, time and turn-length bonuses are added (the addressed-turn and
+question-turn penalties subtracted), then the second hop, then word feedback, then embedding feedback. Each hit says
 in ``reasons`` which signals found it. ``benchmarks/locomo.py`` measures every signal (an ablation in the same run).
 """
 
@@ -225,6 +229,32 @@ def _time_flags(layout: EventLayout) -> np.ndarray:
     return flags  # type: ignore[no-any-return]
 
 
+def _turn_priors(layout: EventLayout) -> tuple[np.ndarray, np.ndarray]:
+    """Per event of the layout: its log text length z-scored over the layout's events (clipped
+    to [-2, 2]), and 1.0 where its text asks a question ("?"), else 0.0. The log lengths and
+    flags are cached on the layout and extended for appended events only; the z-scores are
+    cached until the next append (they move with the mean)."""
+    cached = layout.derived.get("turn_priors")
+    n = len(layout)
+    if cached is None or cached[0].shape[0] < n:
+        start = 0 if cached is None else cached[0].shape[0]
+        tail = layout.content[start:n]
+        lengths = np.log1p(np.fromiter((len(t) for t in tail), dtype=np.float64, count=n - start))
+        asks = np.fromiter(("?" in t for t in tail), dtype=np.float64, count=n - start)
+        if cached is not None:
+            lengths, asks = np.concatenate([cached[0], lengths]), np.concatenate([cached[1], asks])
+        cached = (lengths, asks)
+        layout.derived["turn_priors"] = cached
+        layout.keep_on_append.add("turn_priors")  # positions never move: only new ones are computed
+    lengths, asks = cached[0][:n], cached[1][:n]
+    z = layout.derived.get("turn_length_z")  # dropped by the next append (the mean moves)
+    if z is None or z.shape[0] != n:
+        std = float(lengths.std()) if n > 1 else 0.0
+        z = np.clip((lengths - float(lengths.mean())) / (std or 1.0), -2.0, 2.0) if n else lengths
+        layout.derived["turn_length_z"] = z
+    return z, asks
+
+
 def _session_centroids(layout: EventLayout, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unit mean vector of each session's events, and each position's session index (-1 for
     events without a session); cached on the layout."""
@@ -330,6 +360,8 @@ class _Signals:
     query_terms: tuple[str, ...] = ()  # the query's normalised terms (for the feedback query)
     address: np.ndarray | None = None  # 1 where the text names a query entity linked to other events only
     qvec: np.ndarray | None = None  # unit embedding of what is asked (the query without its anchored names)
+    length: np.ndarray | None = None  # z-scored log text length of each event (turn prior)
+    asks: np.ndarray | None = None  # 1 where the event's text asks a question (turn prior)
 
 
 class EventSearch:
@@ -399,10 +431,12 @@ class EventSearch:
             if p is not None:
                 bm25[p] = score
         temporal = _time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
+        priors = s.search_weight_length > 0 or s.search_weight_question_turn > 0
+        length, asks = _turn_priors(layout) if priors else (None, None)
         return _Signals(dense, bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
                         mention, _date_match(query, layout), stripped=stripped, session_sim=session_sim,
                         query_terms=tuple(catalog.lexical.query_terms(query)), address=address,
-                        qvec=qvec)
+                        qvec=qvec, length=length, asks=asks)
 
     def rank(
         self, sig: _Signals, layout: EventLayout, index: EntityIndex, wanted: list[str], k: int
@@ -510,6 +544,8 @@ class EventSearch:
         own = base + graph + time
         if sig.address is not None and s.search_weight_address > 0:
             own = own - s.search_weight_address * sig.address
+        if sig.length is not None and sig.asks is not None:  # turn priors (computed when weighted)
+            own = own + s.search_weight_length * sig.length - s.search_weight_question_turn * sig.asks
         # session neighbours: best same-session neighbour's base score, decayed by distance
         near = np.zeros(n)
         if s.search_weight_neighbour > 0 and neighbours.size:
@@ -665,6 +701,10 @@ class EventSearch:
             out.append(f"graph: via tool {tool}")
         if sig.temporal[i] and s.search_weight_time:
             out.append("time: holds a date or time expression")
+        if sig.length is not None and s.search_weight_length * sig.length[i] >= 0.02:
+            out.append(f"turn: a longer turn than most (+{s.search_weight_length * sig.length[i]:.3f})")
+        if sig.asks is not None and sig.asks[i] and s.search_weight_question_turn:
+            out.append(f"turn: asks a question (-{s.search_weight_question_turn:.3f})")
         if s.search_weight_neighbour * parts["near"][i] >= 0.05:
             out.append(f"session: next to a strong hit (+{s.search_weight_neighbour * parts['near'][i]:.3f})")
         return out
