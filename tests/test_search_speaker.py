@@ -34,7 +34,7 @@ _TURNS = [
 
 
 def test_addressed_turn_penalty_lowers_only_the_other_speakers_turn_naming_them(tmp_path) -> None:
-    with _mem(tmp_path, search_weight_address=0.0, search_weight_rocchio=0.0) as mem:
+    with _mem(tmp_path, search_weight_address=0.0, search_weight_rocchio=0.0, search_weight_length=0.0) as mem:
         _record(mem, _TURNS)
         off = {h.node.content: h.score for h in mem.search("What did Melanie paint?", over="events", k=4)}
         mem.settings = mem.settings.model_copy(update={"search_weight_address": 0.3})
