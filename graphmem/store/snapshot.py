@@ -37,6 +37,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from graphmem.store.embed_queue import embed_queue
+from graphmem.store.vectors import normalise
+
 MAGIC = b"GRAPHMEM-MIRRORS"
 FORMAT = 1
 _TRAILER = struct.Struct("<QQQI8s")  # manifest offset, manifest length, print length, crc, end mark
@@ -241,11 +244,10 @@ def prepare(store: Any, min_rows: int) -> _Writer | None:
     n, m = len(lc), len(ec)
     if n < max(1, min_rows) or getattr(store, "bad_rows", []):
         return None
-    from graphmem.store.embed_queue import embed_queue
-
     if len(embed_queue(store)):
         return None
-    rows = learning_rows(store)
+    fresh: dict[str, np.ndarray] = {}
+    rows = learning_rows(store, fresh)
     if rows is None:
         return None
     w = _Writer(path_of(store.path))
@@ -254,7 +256,12 @@ def prepare(store: Any, min_rows: int) -> _Writer | None:
                        "learnings": n, "events": m, "quantised": lc.vectors.quantised})
         vec = lc.vectors
         w.strings("l.ids", list(vec.ids))
-        w.array("l.matrix", vec._m[:n])
+        matrix = vec._m[:n]
+        if fresh and not vec.quantised:  # rows written since the open: as a read of the file keeps them
+            matrix = matrix.copy()
+            written = list(fresh)
+            matrix[[vec.rows[i] for i in written]] = normalise(np.stack([fresh[i] for i in written]))
+        w.array("l.matrix", matrix)
         w.array("l.scale", vec._scale[:n])
         w.codes("l.user", lc.user)
         w.codes("l.tool", lc.tool)
@@ -289,11 +296,10 @@ def finish(writer: _Writer, db_path: str | os.PathLike[str]) -> bool:
     return True
 
 
-def learning_rows(store: Any) -> pa.Table | None:
+def learning_rows(store: Any, embeddings: dict[str, np.ndarray] | None = None) -> pa.Table | None:
     """The rows ``get_learning`` reads, aligned with the catalog's rows: those read on open for
-    learnings not written since, the others read again from the file (store held exclusively)."""
-    from graphmem.store.learnings import _RETURN
-
+    learnings not written since, the others read again from the file (store held exclusively;
+    their stored embeddings go to ``embeddings``)."""
     ids = store.learning_catalog.ids
     base: pa.Table | None = getattr(store, "_loaded_rows", None)
     index: dict[str, int] = getattr(store, "_loaded_index", None) or {}
@@ -303,12 +309,17 @@ def learning_rows(store: Any) -> pa.Table | None:
     pos = np.fromiter((-1 if i in dirty else index.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
     missing = [ids[r] for r in np.flatnonzero(pos < 0).tolist()]
     if missing:
+        projection = ", ".join(f"l.{c} AS {c}" for c in base.column_names)  # the load's (LEARNING_PROPS)
         fetched: list[dict[str, Any]] = []
         for start in range(0, len(missing), 2000):
-            fetched.extend(store._run(store._conn_main, f"UNWIND $ids AS i MATCH (l:Learning {{id: i}}) RETURN {_RETURN}",
-                                      {"ids": missing[start : start + 2000]}))
+            fetched.extend(store._run(store._conn_main, "UNWIND $ids AS i MATCH (l:Learning {id: i}) "
+                                      f"RETURN {projection}, l.embedding AS embedding", {"ids": missing[start : start + 2000]}))
         if len(fetched) != len(missing):
             return None
+        for r in fetched:
+            emb = r.pop("embedding")
+            if embeddings is not None:
+                embeddings[r["id"]] = np.asarray(emb, dtype=np.float32)
         extra = pa.Table.from_pylist(fetched, schema=base.schema)
         order = {r["id"]: j for j, r in enumerate(fetched)}
         pos[pos < 0] = [base.num_rows + order[i] for i in missing]
@@ -459,8 +470,6 @@ def load(store: Any, fingerprint: dict[str, int] | None) -> bool:
         store._loaded_index = dict(zip(ids, range(n)))
         store._dirty_ids = set()
         store.bad_rows = []
-        from graphmem.store.embed_queue import embed_queue
-
         embed_queue(store).clear()
     except (OSError, ValueError, KeyError, TypeError, IndexError, pa.ArrowException, json.JSONDecodeError):
         return False
