@@ -153,8 +153,8 @@ class Settings(BaseModel):
     kuzu_buffer_pool_mb: int = 0
     # a snapshot of the in-memory mirrors beside the file (<file>.mirrors), written when the file
     # closes cleanly and mapped by the next open instead of scanning the file; ignored (the file is
-    # read) whenever it does not match the file; safe to delete. Files with fewer learnings than
-    # mirror_snapshot_min_rows get none (their open is fast anyway). Applied on open.
+    # read) whenever it does not match the file; safe to delete. Files with fewer learnings and
+    # events (together) than mirror_snapshot_min_rows get none (their open is fast anyway). Applied on open.
     mirror_snapshot: bool = True
     mirror_snapshot_min_rows: int = 10_000
     # Kùzu's own full-text indexes (for analysts; ranking uses the in-memory lexical mirror) are

@@ -20,7 +20,7 @@ Never trusted blindly:
   learning rows, another format, dimension, embedder, schema version or vector storage: ignored.
 
 ``Settings.mirror_snapshot`` (default on) turns it off; files with fewer than
-``Settings.mirror_snapshot_min_rows`` learnings get none. Deleting the file is always safe.
+``Settings.mirror_snapshot_min_rows`` learnings and events together get none. Deleting the file is always safe.
 """
 
 from __future__ import annotations
@@ -100,6 +100,12 @@ class _Writer:
                               "shape": list(a.shape), "crc": zlib.crc32(data) if name not in _UNCHECKED else 0}
 
     def table(self, name: str, table: pa.Table) -> None:
+        if name in _UNCHECKED:  # written straight to the file (no second copy of a large table)
+            off = self._pad()
+            with pa.ipc.new_file(pa.PythonFile(self.fh, mode="w"), table.schema) as w:
+                w.write_table(table)
+            self.entries[name] = {"kind": "table", "offset": off, "nbytes": self.fh.tell() - off, "crc": 0}
+            return
         sink = pa.BufferOutputStream()
         with pa.ipc.new_file(sink, table.schema) as w:
             w.write_table(table)
@@ -242,7 +248,7 @@ def prepare(store: Any, min_rows: int) -> _Writer | None:
         return None
     lc, ec = store.learning_catalog, store.event_catalog
     n, m = len(lc), len(ec)
-    if n < max(1, min_rows) or getattr(store, "bad_rows", []):
+    if n + m < max(1, min_rows) or getattr(store, "bad_rows", []):
         return None
     if len(embed_queue(store)):
         return None
@@ -307,6 +313,8 @@ def learning_rows(store: Any, embeddings: dict[str, np.ndarray] | None = None) -
     if base is None:
         return None
     pos = np.fromiter((-1 if i in dirty else index.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+    if pos.shape[0] == base.num_rows and np.array_equal(pos, np.arange(base.num_rows)):
+        return base  # nothing written since the open: the loaded rows, in the catalog's order
     missing = [ids[r] for r in np.flatnonzero(pos < 0).tolist()]
     if missing:
         projection = ", ".join(f"l.{c} AS {c}" for c in base.column_names)  # the load's (LEARNING_PROPS)
@@ -467,7 +475,7 @@ def load(store: Any, fingerprint: dict[str, int] | None) -> bool:
         ec.user = e_users
         _load_lexical(r, "e.lex", ec.lexical)
         store._loaded_rows = rows
-        store._loaded_index = dict(zip(ids, range(n)))
+        store._loaded_index = dict(lc.vectors.rows)  # a copy: the mirror's rows move on removes
         store._dirty_ids = set()
         store.bad_rows = []
         embed_queue(store).clear()
