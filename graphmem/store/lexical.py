@@ -301,8 +301,11 @@ class LexicalIndex:
         names = list(self._base_id)
         lens = np.diff(self._base_off)
         keep = np.fromiter((t not in self._post for t in names), dtype=bool, count=len(names))
-        entry_keep = np.repeat(keep, lens)
-        row_parts, tf_parts = [self._base_rows[entry_keep]], [self._base_tf[entry_keep]]
+        if self._post:
+            entry_keep = np.repeat(keep, lens)
+            row_parts, tf_parts = [self._base_rows[entry_keep]], [self._base_tf[entry_keep]]
+        else:  # nothing written since the load: the loaded block as it is
+            row_parts, tf_parts = [self._base_rows], [self._base_tf]
         terms = [t for t, k in zip(names, keep.tolist()) if k]
         counts = [lens[keep]]
         for term, post in self._post.items():
