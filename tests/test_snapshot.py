@@ -116,6 +116,21 @@ def test_same_context_and_search_results_with_and_without_the_snapshot(filled: P
     mem.close()
 
 
+def test_context_records_do_not_delete_the_snapshot(filled: Path) -> None:
+    mem = _open(filled, user="carol")
+    for text, kw in QUERIES:
+        mem.context(text, **kw)  # each records an Application (a deferred write: no mirror changes)
+    mem.store.flush_deferred()
+    assert snapshot.path_of(filled).exists() and mem.store._snapshot_on_disk
+    mem.close()
+    mem = _open(filled)
+    assert mem.store._snapshot_loaded
+    ctx = mem.context(*QUERIES[0][:1], **QUERIES[0][1])
+    mem.record_outcome(ctx.id, success=True)  # changes counters in the mirrors: the snapshot goes
+    assert not snapshot.path_of(filled).exists()
+    mem.close()
+
+
 def test_a_write_deletes_the_snapshot_first_and_the_close_writes_a_new_one(filled: Path) -> None:
     mem = _open(filled)
     assert mem.store._snapshot_loaded

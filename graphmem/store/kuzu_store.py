@@ -256,7 +256,6 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
                 return
             if self._closed:
                 raise StoreError("this Memory is closed; open a new one")
-            self._mirrors_changing()
             self._drain_deferred()
             self._drop_fulltext()
             try:
@@ -275,6 +274,8 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
             self._tx_depth = 0
             pending, self._after_commit = self._after_commit, []
             self.generation += 1
+            if pending or not self._draining:  # a deferred Application record changes no mirror
+                self._mirrors_changing()
             try:
                 conn.execute("COMMIT")
             except RuntimeError as e:
@@ -384,8 +385,9 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
     _snapshot_loaded = False  # the mirrors came from it (a close without writes only re-stamps it)
 
     def _mirrors_changing(self) -> None:
-        """A write starts: the snapshot beside the file will be stale, so delete it first (a kill
-        after the commit must not leave a snapshot the next open trusts)."""
+        """A write commits (or an exclusive block starts): the snapshot beside the file will be
+        stale, so delete it first (a kill after the commit must not leave a snapshot the next
+        open trusts)."""
         if self._snapshot_on_disk and self.path is not None:
             self._snapshot_on_disk = False
             self._snapshot_loaded = False

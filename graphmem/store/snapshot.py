@@ -13,8 +13,9 @@ Never trusted blindly:
   modification time in ns, CRC-32 of its first and last MiB, no ``.wal``), taken *before* the
   next open touches the file; any difference (a write by another process or tool, a restored
   file, a write-ahead log left by a crash) and the snapshot is ignored: the normal load runs;
-- before this store's first write (transaction or exclusive block) it deletes the snapshot, so a
-  kill -9 after a commit leaves no stale snapshot behind;
+- before this store's first commit (or exclusive block) it deletes the snapshot, so a kill -9
+  after a commit leaves no stale snapshot behind (the deferred Application records, which change
+  no mirror, do not count);
 - it is written to a temporary name and renamed; a missing trailer (a truncated or half-written
   file), a bad manifest checksum, a checksum mismatch of any array but the vector matrix and the
   learning rows, another format, dimension, embedder, schema version or vector storage: ignored.
