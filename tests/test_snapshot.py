@@ -188,6 +188,14 @@ def test_a_damaged_snapshot_is_ignored(filled: Path, damage: str) -> None:
         store.close()
 
 
+def test_a_half_written_snapshot_is_removed_by_the_next_writable_open(filled: Path) -> None:
+    left = snapshot.path_of(filled).with_name(snapshot.path_of(filled).name + ".tmp4242")
+    left.write_bytes(b"half a snapshot")
+    mem = _open(filled)
+    assert mem.store._snapshot_loaded and not left.exists()
+    mem.close()
+
+
 def test_a_missing_snapshot_reads_the_file_and_read_only_opens_use_it(filled: Path) -> None:
     store = _store(filled, read_only=True)
     assert store._snapshot_loaded

@@ -80,6 +80,7 @@ class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, Searc
             if not self.read_only:
                 if not ok:
                     snapshot.discard(self.path)
+                snapshot.discard_temporaries(self.path)
                 self._snapshot_on_disk = ok
         return ok
 

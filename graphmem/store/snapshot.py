@@ -491,4 +491,13 @@ def discard(db_path: str | os.PathLike[str]) -> None:
         path_of(db_path).unlink()
 
 
-__all__ = ["FORMAT", "discard", "file_print", "finish", "learning_rows", "load", "path_of", "prepare", "restamp"]
+def discard_temporaries(db_path: str | os.PathLike[str]) -> None:
+    """Delete half-written snapshots a killed process left beside ``db_path`` (on a writable open:
+    only the process that holds the file writes one)."""
+    target = path_of(db_path)
+    for tmp in target.parent.glob(target.name + ".tmp*"):
+        with suppress(OSError):
+            tmp.unlink()
+
+
+__all__ = ["FORMAT", "discard", "discard_temporaries", "file_print", "finish", "learning_rows", "load", "path_of", "prepare", "restamp"]
