@@ -151,6 +151,12 @@ class Settings(BaseModel):
     # Not capped by default: with 512 MB, adding a batch at 100k learnings failed its commit and
     # Kùzu 0.11.3 then crashed the process on the next query (README "Open and memory").
     kuzu_buffer_pool_mb: int = 0
+    # a snapshot of the in-memory mirrors beside the file (<file>.mirrors), written when the file
+    # closes cleanly and mapped by the next open instead of scanning the file; ignored (the file is
+    # read) whenever it does not match the file; safe to delete. Files with fewer learnings and
+    # events (together) than mirror_snapshot_min_rows get none (their open is fast anyway). Applied on open.
+    mirror_snapshot: bool = True
+    mirror_snapshot_min_rows: int = 10_000
     # Kùzu's own full-text indexes (for analysts; ranking uses the in-memory lexical mirror) are
     # built when a query reads them and dropped by the next write; True also builds them when the
     # Memory closes, so other readers of the closed file find them (~1.5 s at 100k learnings).
@@ -439,7 +445,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "max_content_chars": _POSITIVE, "max_query_chars": _POSITIVE,
     "embed_query_threads": _COUNT, "embed_batch_threads": _COUNT,
     "vector_int8_min_rows": _COUNT, "vector_scan_subset_below": _UNIT,
-    "vector_ann_min_rows": _COUNT, "vector_ann_exact_below": _COUNT, "kuzu_buffer_pool_mb": _COUNT,
+    "vector_ann_min_rows": _COUNT, "vector_ann_exact_below": _COUNT, "kuzu_buffer_pool_mb": _COUNT, "mirror_snapshot_min_rows": _COUNT,
     "self_eval_active_confidence": _UNIT, "user_preferences_min_confidence": _UNIT,
     "bm25_k1": _COUNT, "bm25_b": _UNIT, "injection_doubt_threshold": _COUNT, "injection_refuse_threshold": _COUNT,  # above 1: never
     "server_max_body_bytes": _POSITIVE, "server_write_queue": _POSITIVE, "server_retry_after_s": _COUNT,

@@ -150,6 +150,7 @@ class Memory:
             vector_storage=settings.vector_storage, vector_int8_min_rows=settings.vector_int8_min_rows,
             vector_ann_min_rows=settings.vector_ann_min_rows,
             bolt_auth=bolt_auth, buffer_pool_mb=settings.kuzu_buffer_pool_mb,
+            mirror_snapshot=settings.mirror_snapshot, mirror_snapshot_min_rows=settings.mirror_snapshot_min_rows,
         )
         if hasattr(store, "fulltext_at_close"):
             store.fulltext_at_close = settings.fulltext_index_at_close

@@ -34,6 +34,8 @@ def open_store(
     vector_ann_min_rows: int = 0,
     bolt_auth: tuple[str, str] | None = None,
     buffer_pool_mb: int = 0,
+    mirror_snapshot: bool = True,
+    mirror_snapshot_min_rows: int = 10_000,
 ) -> KuzuGraphStore:
     """Open a store, sharing one instance per file within this process.
 
@@ -43,7 +45,8 @@ def open_store(
     Two ``kuzu.Database`` objects on one file in one process do not see each other's writes, so
     every Memory on the same file (e.g. one per user) shares a single store, reference-counted;
     release it with :func:`release_store`. The vector storage rule and Kùzu's buffer pool size
-    (``buffer_pool_mb``, 0: Kùzu's default) are the first opener's.
+    (``buffer_pool_mb``, 0: Kùzu's default) are the first opener's, as is the mirrors' snapshot
+    rule (``mirror_snapshot``, ``mirror_snapshot_min_rows``: graphmem/store/snapshot.py).
     """
     vectors: dict[str, Any] = {"vector_storage": vector_storage, "vector_int8_min_rows": vector_int8_min_rows,
                                "vector_ann_min_rows": vector_ann_min_rows}
@@ -78,7 +81,8 @@ def open_store(
             _OPEN[key] = (store, count + 1)
             return store
         store = KuzuGraphStore(key, dim=dim, embedder_name=embedder_name, read_only=read_only,
-                               buffer_pool_mb=buffer_pool_mb, **vectors)
+                               buffer_pool_mb=buffer_pool_mb, mirror_snapshot=mirror_snapshot,
+                               mirror_snapshot_min_rows=mirror_snapshot_min_rows, **vectors)
         _OPEN[key] = (store, 1)
         return store
 

@@ -8,6 +8,7 @@ import sys
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
+from graphmem.store import snapshot
 from graphmem.store.analytics import AnalyticsStore
 from graphmem.store.bulk import BulkStore
 from graphmem.store.distill import DistillStore
@@ -46,14 +47,42 @@ class KuzuGraphStore(BulkStore, LearningStore, EventStore, RetrievalStore, Searc
         vector_int8_min_rows: int = 50_000,
         buffer_pool_mb: int = 0,
         vector_ann_min_rows: int = 0,
+        mirror_snapshot: bool = True,
+        mirror_snapshot_min_rows: int = 10_000,
     ) -> None:
+        self.mirror_snapshot = bool(mirror_snapshot)
+        self.mirror_snapshot_min_rows = int(mirror_snapshot_min_rows)
         super().__init__(path, dim=dim, embedder_name=embedder_name, read_only=read_only, buffer_pool_mb=buffer_pool_mb)
         vectors = self.learning_catalog.vectors
         if self.path is not None:  # the HNSW index is saved beside the file (graphmem/store/ann.py)
             vectors.ann_path = str(self.path) + ".ann"
             vectors.ann_save = not read_only
         vectors.configure(vector_storage, vector_int8_min_rows, vector_ann_min_rows)  # before the load
-        self.reload_catalogs()
+        if not self._load_snapshot():
+            self.reload_catalogs()
+
+    def _load_snapshot(self) -> bool:
+        """Fill the catalogs from the snapshot beside the file (graphmem/store/snapshot.py) when
+        it matches the file; False: the caller loads them from the file. A writable store then
+        deletes the snapshot before its first write."""
+        if self.path is None:
+            return False
+        ok = False
+        with self._lock.exclusive():
+            if self.mirror_snapshot and self._open_print is not None:
+                self.forget_cached_learnings()
+                self.forget_summary_texts()
+                try:
+                    ok = snapshot.load(self, self._open_print)
+                except Exception:  # never worse than no snapshot: the caller reloads from the file
+                    ok = False
+            self._snapshot_loaded = ok
+            if not self.read_only:
+                if not ok:
+                    snapshot.discard(self.path)
+                snapshot.discard_temporaries(self.path)
+                self._snapshot_on_disk = ok
+        return ok
 
     def close(self) -> None:
         """Close the database; the vector mirror's HNSW index is saved first when it changed."""

@@ -31,7 +31,7 @@ from graphmem.errors import (
     StoreError,
 )
 from graphmem.inputs import check_db_params
-from graphmem.store import fulltext, migrations
+from graphmem.store import fulltext, migrations, snapshot
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.fulltext import FulltextIndexes
 from graphmem.store.locks import ReadWriteLock
@@ -135,6 +135,8 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
                 raise StoreError(f"the folder {self.path.parent} does not exist; create it first")
             if not self.read_only and not self.path.exists():  # built aside, then linked in whole
                 migrations.create_file(self.path, self.dim, self.embedder_name)
+            if snapshot.path_of(self.path).exists():  # the file as the snapshot must find it, before Kùzu opens it
+                self._open_print = snapshot.file_print(self.path)
         try:
             return kuzu.Database(where, read_only=self.read_only, max_db_size=migrations.MAX_DB_SIZE,
                                  auto_checkpoint=self.path is None or self.read_only,
@@ -209,6 +211,7 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
         if self.read_only:
             raise ReadOnlyError("this database was opened with read_only=True; writes are refused")
         with self._lock.exclusive():
+            self._mirrors_changing()
             try:
                 if not self._tx_depth:
                     self._drain_deferred()
@@ -271,6 +274,8 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
             self._tx_depth = 0
             pending, self._after_commit = self._after_commit, []
             self.generation += 1
+            if pending or not self._draining:  # a deferred Application record changes no mirror
+                self._mirrors_changing()
             try:
                 conn.execute("COMMIT")
             except RuntimeError as e:
@@ -371,6 +376,34 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
             except RuntimeError as e:
                 raise StoreError(f"query failed: {e}") from e
         return result[-1] if isinstance(result, list) else result
+
+    # the mirrors' snapshot beside the file (graphmem/store/snapshot.py)
+    mirror_snapshot = True  # Settings.mirror_snapshot: read and write <file>.mirrors
+    mirror_snapshot_min_rows = 10_000  # Settings.mirror_snapshot_min_rows: no snapshot of smaller files
+    _open_print: dict[str, int] | None = None  # the file's fingerprint before Kùzu opened it
+    _snapshot_on_disk = False  # a snapshot that matches the file exists: delete it before the first write
+    _snapshot_loaded = False  # the mirrors came from it (a close without writes only re-stamps it)
+
+    def _mirrors_changing(self) -> None:
+        """A write commits (or an exclusive block starts): the snapshot beside the file will be
+        stale, so delete it first (a kill after the commit must not leave a snapshot the next
+        open trusts)."""
+        if self._snapshot_on_disk and self.path is not None:
+            self._snapshot_on_disk = False
+            self._snapshot_loaded = False
+            snapshot.discard(self.path)
+
+    def _snapshot_prepare(self) -> Any:
+        """Before the database closes (store held exclusively, checkpointed): write the mirrors'
+        snapshot to a temporary file, or note that the loaded one only needs a new stamp."""
+        if self.read_only or self.path is None or not self.mirror_snapshot:
+            return None
+        if self._snapshot_loaded and self._snapshot_on_disk:
+            return "restamp"
+        try:
+            return snapshot.prepare(self, self.mirror_snapshot_min_rows)
+        except Exception:  # a snapshot is an optimisation: never fail a close for it
+            return None
 
     scan_chunk_rows = 16_384  # rows per query of :meth:`scan_chunks` (bounds Kùzu's result and its Arrow copy)
 
@@ -476,13 +509,21 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
             if not self.read_only and self.path is not None:
                 with suppress(RuntimeError):  # leave the file whole, the log empty
                     self._conn_main.execute("CHECKPOINT")
+            pending = self._snapshot_prepare()
             self._closed = True
             self._local = threading.local()
             try:
                 self._conn_main.close()
                 self._db.close()
             except RuntimeError as e:
+                if pending not in (None, "restamp"):
+                    pending.abort()
                 raise StoreError(f"closing the database failed: {e}") from e
+        if pending is not None and self.path is not None:  # stamped with the closed file's fingerprint
+            if pending == "restamp":
+                snapshot.restamp(self.path)
+            else:
+                snapshot.finish(pending, self.path)
 
     @property
     def closed(self) -> bool:

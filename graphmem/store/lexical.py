@@ -28,6 +28,7 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -292,6 +293,66 @@ class LexicalIndex:
         for b in range(n_buckets):
             lo, hi = bounds[b], bounds[b + 1]
             self._df[b] = Counter(dict(zip(names[pairs[lo:hi] % v].tolist(), df[lo:hi].tolist())))
+
+    # --- snapshot (graphmem/store/snapshot.py) -----------------------------------------------
+    def snapshot_arrays(self, n: int) -> dict[str, Any]:
+        """The index over rows ``0..n-1`` as arrays and string lists (postings of every term in
+        one CSR block, each term's rows ascending; per-bucket document frequencies as CSR)."""
+        names = list(self._base_id)
+        lens = np.diff(self._base_off)
+        keep = np.fromiter((t not in self._post for t in names), dtype=bool, count=len(names))
+        if self._post:
+            entry_keep = np.repeat(keep, lens)
+            row_parts, tf_parts = [self._base_rows[entry_keep]], [self._base_tf[entry_keep]]
+        else:  # nothing written since the load: the loaded block as it is
+            row_parts, tf_parts = [self._base_rows], [self._base_tf]
+        terms = [t for t, k in zip(names, keep.tolist()) if k]
+        counts = [lens[keep]]
+        for term, post in self._post.items():
+            if post.n:
+                order = np.argsort(post.rows[: post.n], kind="stable")
+                row_parts.append(post.rows[: post.n][order])
+                tf_parts.append(post.tf[: post.n][order])
+                terms.append(term)
+                counts.append(np.asarray([post.n], dtype=np.int64))
+        off = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(counts), out=off[1:])
+        term_id = {t: i for i, t in enumerate(terms)}
+        df_off = np.zeros(len(self._df) + 1, dtype=np.int64)
+        df_term: list[int] = []
+        df_count: list[int] = []
+        for b, counter in enumerate(self._df):
+            df_term.extend(term_id[t] for t in counter)
+            df_count.extend(counter.values())
+            df_off[b + 1] = len(df_term)
+        users = [""] * (len(self._n) - 1)
+        for user, code in self._codes.items():
+            users[code - 1] = user
+        return {
+            "off": off, "rows": np.concatenate(row_parts), "tf": np.concatenate(tf_parts), "terms": terms,
+            "bucket": self._bucket[:n].copy(), "dl": self._dl[:n].copy(),
+            "df_off": df_off, "df_term": np.asarray(df_term, dtype=np.int32), "df_count": np.asarray(df_count, dtype=np.int64),
+            "texts": [self._docs.get(r) for r in range(n)], "users": users,
+            "n": list(self._n), "len": list(self._len),
+        }
+
+    def load_snapshot_arrays(self, parts: dict[str, Any]) -> None:
+        """Replace everything with what :meth:`snapshot_arrays` returned (on open)."""
+        self._reset()
+        n = len(parts["texts"])
+        self._docs = {r: t for r, t in enumerate(parts["texts"]) if t is not None}
+        self._base_id = dict(zip(parts["terms"], range(len(parts["terms"]))))
+        self._base_off, self._base_rows, self._base_tf = parts["off"], parts["rows"], parts["tf"]
+        self._codes = {u: i + 1 for i, u in enumerate(parts["users"])}
+        self._n, self._len = list(parts["n"]), list(parts["len"])
+        self._bucket = np.full(max(16, n), -1, dtype=np.int64)
+        self._bucket[:n] = parts["bucket"]
+        self._dl = np.zeros(max(16, n), dtype=np.float64)
+        self._dl[:n] = parts["dl"]
+        names = np.asarray(parts["terms"], dtype=object)
+        off, term, count = parts["df_off"].tolist(), parts["df_term"], parts["df_count"]
+        self._df = [Counter(dict(zip(names[term[off[b] : off[b + 1]]].tolist(), count[off[b] : off[b + 1]].tolist())))
+                    for b in range(len(off) - 1)]
 
     # --- statistics --------------------------------------------------------------------------
     def stats(self, user: str) -> tuple[int, float]:

@@ -272,6 +272,23 @@ class ScanMatrix:
         self._maybe_quantise()
         self.ensure_ann()
 
+    def load_snapshot(self, ids: list[str], rows: np.ndarray, scale: np.ndarray) -> None:
+        """Replace everything with rows saved by a snapshot (graphmem/store/snapshot.py): unit
+        float32 rows, or int8 codes and their scales, as this mirror stores them. ``rows`` may be
+        a writable copy-on-write map of the file: it is used as is until the first write grows it."""
+        self._begin_reload()
+        try:
+            self.ids = ids
+            self.rows = dict(zip(ids, range(len(ids))))
+            if len(ids):
+                self._m, self._scale = rows, np.array(scale, dtype=np.float32)
+            else:
+                self._m = np.zeros((16, self.dim), dtype=np.float32)
+                self._scale = np.ones(16, dtype=np.float32)
+            self._maybe_quantise()
+        finally:
+            self.ensure_ann()
+
     def remove(self, ident: str) -> tuple[int, int] | None:
         """Swap-remove ``ident``; returns (removed_row, moved_from_row) or None if absent."""
         row = self.rows.pop(ident, None)
