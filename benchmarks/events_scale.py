@@ -195,6 +195,26 @@ def _build_child(path: Path, n: int, pool: int, batch: int) -> None:
         store.close()
 
 
+def int8_recall(mem: Any, embedder: Any, qs: list[str], n: int, pool: int) -> float | None:
+    """Recall@10 of the event mirror's scan (int8 codes from 50,000 events on) against the exact
+    float32 cosines of the MiniLM pool vectors, over the questions; None when the file's rows are
+    not the pool's own vectors (beyond ``pool`` events they carry noise) or the mirror is float32."""
+    from graphmem.store.vectors import scan_cosines, unit_rows
+
+    vectors = mem.store.event_catalog.vectors
+    cache = RESULTS / "local" / f"events_pool_{min(n, pool)}.npy"
+    if n > pool or not vectors.quantised or len(vectors) != n or not cache.exists():
+        return None
+    exact_rows = unit_rows(np.load(cache))
+    if np.abs(vectors.vectors_of(np.arange(min(n, 1000))) - exact_rows[:1000]).max() > 0.02:
+        return None  # rows not in the pool's order
+    units = unit_rows(np.asarray(embedder.embed(qs), dtype=np.float32))
+    exact, approx = exact_rows @ units.T, scan_cosines(vectors, units)
+    del exact_rows
+    hits = [len(set(np.argsort(-exact[:, j])[:10]) & set(np.argsort(-approx[:, j])[:10])) / 10 for j in range(len(qs))]
+    return round(float(np.mean(hits)), 4)
+
+
 def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dict[str, Any]:
     """Build a file of ``n`` events and measure search and record_event on it."""
     from graphmem import Memory
@@ -220,6 +240,8 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
     rss_open = rss_mb()
     try:
         qs = questions(n_queries + 10)
+        recall = int8_recall(mem, embedder, qs, n, pool)
+        quantised = bool(mem.store.event_catalog.vectors.quantised)
         for q in qs[:10]:
             mem.search(q, over="events", k=10)
         wall, cpu_ms, bare, bare_cpu = [], [], [], []
@@ -272,6 +294,7 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
         "later_search_after_write_p50_ms": round(pct(writes["later"]["search"], 50), 2),
         "later_search_after_write_cpu_p50_ms": round(pct(writes["later"]["search_cpu"], 50), 2),
         "later_found_by_next_search": f"{found['later']}/30",
+        "event_mirror_int8": quantised, "int8_recall_at_10": recall,
         "rss_with_model_mb": round(rss_model, 1), "rss_after_open_mb": round(rss_open, 1),
         "rss_after_queries_mb": round(rss_queries, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),

@@ -371,24 +371,25 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
 
 class _RankOf:
     """1-based rank by descending score (+inf where not present) of single positions, computed
-    on demand: the reasons of a few hits need it, and ranking every event costs a sort."""
+    on demand: the reasons of a few hits need it, and ranking every event costs a sort. The
+    present positions scoring at least the lowest score asked so far are kept, so the next
+    hits count among those few instead of passing over every event again."""
 
     def __init__(self, scores: np.ndarray, present: np.ndarray) -> None:
         self.scores, self.present = scores, present
-        self._all: bool | None = None  # every position present (no mask to apply)
+        self._floor = math.inf  # the positions kept score at least this
+        self._above = np.zeros(0, dtype=np.int64)
 
     def __getitem__(self, i: int) -> float:
         if not self.present[i]:
             return float("inf")
-        if self._all is None:
-            self._all = bool(self.present.all())
         v = self.scores[i]
-        better = self.scores > v  # then the equal scores before i (two passes, no index array)
-        ties = self.scores[:i] == v
-        if not self._all:
-            better &= self.present
-            ties &= self.present[:i]
-        return float(np.count_nonzero(better) + np.count_nonzero(ties) + 1)
+        if v < self._floor:
+            self._floor = float(v)
+            self._above = np.flatnonzero((self.scores >= v) & self.present)
+        vals = self.scores[self._above]
+        better = np.count_nonzero(vals > v) + np.count_nonzero((vals == v) & (self._above < i))
+        return float(better + 1)
 
 
 def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
