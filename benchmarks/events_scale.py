@@ -12,6 +12,7 @@ re-normalised: latency does not depend on the vectors' values, and embedding a m
 on this machine would take hours. Then, in this process:
 
 - open time (CPU and wall) and RSS after open;
+- recall@10 of the int8 event mirror's scan against the file's own float32 embeddings (up to 200k events);
 - ``search(query, over="events", k=10)`` p50/p95 (wall, and CPU time of the process) over
   ``--queries`` questions, each followed by the same question embedded alone (the bare
   embedding, same process, same moment): the ratio of the two p50s is the figure to read on a
