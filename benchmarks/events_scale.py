@@ -12,6 +12,7 @@ re-normalised: latency does not depend on the vectors' values, and embedding a m
 on this machine would take hours. Then, in this process:
 
 - open time (CPU and wall) and RSS after open;
+- recall@10 of the int8 event mirror's scan against the file's own float32 embeddings (up to 200k events);
 - ``search(query, over="events", k=10)`` p50/p95 (wall, and CPU time of the process) over
   ``--queries`` questions, each followed by the same question embedded alone (the bare
   embedding, same process, same moment): the ratio of the two p50s is the figure to read on a
@@ -195,6 +196,36 @@ def _build_child(path: Path, n: int, pool: int, batch: int) -> None:
         store.close()
 
 
+def int8_recall(mem: Any, embedder: Any, qs: list[str], n: int, limit: int = 200_000,
+                tolerance: float = 1e-6) -> float | None:
+    """Recall@10 of the event mirror's scan (int8 codes from 50,000 events on) against the exact
+    float32 cosines of the file's own embeddings (read back from Kùzu in chunks), over the
+    questions (a row whose exact cosine ties the 10th best counts as found: the corpus repeats
+    each text ~6 times with the same vector, so row identities among ties are arbitrary); None when the mirror is float32 or holds more than ``limit`` events (the float32
+    copy this needs is what the int8 mirror avoids)."""
+    from graphmem.store.catalog_load import _embeddings
+    from graphmem.store.vectors import scan_cosines, unit_rows
+
+    store = mem.store
+    vectors = store.event_catalog.vectors
+    if not vectors.quantised or len(vectors) > limit:
+        return None
+    exact_rows = np.zeros((len(vectors), vectors.dim), dtype=np.float32)
+    with store.snapshot():
+        for chunk in store.scan_chunks("Event", "e", "e.id AS id, e.embedding AS embedding"):
+            rows = np.asarray([vectors.rows.get(i, -1) for i in chunk.column("id").to_pylist()], dtype=np.int64)
+            found = rows >= 0
+            exact_rows[rows[found]] = unit_rows(_embeddings(chunk, vectors.dim))[found]
+    units = unit_rows(np.asarray(embedder.embed(qs), dtype=np.float32))
+    exact, approx = exact_rows @ units.T, scan_cosines(vectors, units)
+    del exact_rows
+    hits = []
+    for j in range(len(qs)):  # a row tied with the exact 10th best counts (the corpus repeats its texts)
+        tenth = float(np.sort(exact[:, j])[-10])
+        hits.append(float(np.mean(exact[np.argsort(-approx[:, j])[:10], j] >= tenth - tolerance)))
+    return round(float(np.mean(hits)), 4)
+
+
 def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dict[str, Any]:
     """Build a file of ``n`` events and measure search and record_event on it."""
     from graphmem import Memory
@@ -220,6 +251,8 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
     rss_open = rss_mb()
     try:
         qs = questions(n_queries + 10)
+        recall = int8_recall(mem, embedder, qs, n)
+        quantised = bool(mem.store.event_catalog.vectors.quantised)
         for q in qs[:10]:
             mem.search(q, over="events", k=10)
         wall, cpu_ms, bare, bare_cpu = [], [], [], []
@@ -272,6 +305,7 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
         "later_search_after_write_p50_ms": round(pct(writes["later"]["search"], 50), 2),
         "later_search_after_write_cpu_p50_ms": round(pct(writes["later"]["search_cpu"], 50), 2),
         "later_found_by_next_search": f"{found['later']}/30",
+        "event_mirror_int8": quantised, "int8_recall_at_10": recall,
         "rss_with_model_mb": round(rss_model, 1), "rss_after_open_mb": round(rss_open, 1),
         "rss_after_queries_mb": round(rss_queries, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),

@@ -161,3 +161,25 @@ def test_top_k_and_ranks_equal_a_full_stable_sort() -> None:
         full = _ranks(values, present)
         lazy = _RankOf(values, present)
         assert all(lazy[i] == full[i] for i in range(n))
+
+
+def test_layout_read_in_chunks_equals_the_one_query_layout(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    bob = make_memory("bob")
+    _seed(mem)
+    bob.record_events([{"kind": "message", "content": f"bob turn {i}", "session_id": "s0"} for i in range(7)])
+    mem.record_event("message", "a turn without a session", entities=["Ivy", "Dana"])
+    mem.record_event("tool_result", "the search tool returned 3 rows", tool="search")
+    store = mem.store
+    store.scan_chunk_rows = 5  # type: ignore[attr-defined]  # several chunks, some without alice's events
+    assert store._chunked_layout()  # type: ignore[attr-defined]
+    chunked = store._build_layout("alice")  # type: ignore[attr-defined]
+    rows_map = store.event_catalog.vectors.rows
+    one = store._layout_columns_rows("alice", rows_map)  # type: ignore[attr-defined]
+    assert len(chunked) == 14 == len(one["id"])
+    for column in ("content", "ts", "ents", "sid", "role", "tie"):
+        by_id = dict(zip(one["id"], one[column]))
+        got = {"content": chunked.content, "ts": chunked.created, "ents": chunked.linked, "sid": chunked.session,
+               "role": chunked.role, "tie": chunked._tie[: len(chunked)].tolist()}[column]
+        assert [by_id[i] for i in chunked.order] == got, column
+    assert chunked.rows.tolist() == sorted(rows_map[i] for i in one["id"])

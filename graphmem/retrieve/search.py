@@ -68,6 +68,7 @@ from graphmem.embed import Embedder, embed_queries
 from graphmem.models import Event, Learning
 from graphmem.retrieve.entities import EntityIndex, extract_entities, normalise_entity
 from graphmem.store.search import EventLayout
+from graphmem.store.vectors import scan_cosines
 
 HitKind = Literal["learning", "event"]
 _MONTH_NUMBER = {m[:3]: i for i, m in enumerate(
@@ -144,8 +145,65 @@ def _entity_index(store: object, user: str, layout: EventLayout) -> EntityIndex:
         layout.derived["entity_index"] = index
         layout.keep_on_append.add("entity_index")  # grown below with the appended events' links
     elif len(index.linked) < len(layout):
-        index.extend(layout.position, layout.linked, layout.mention_rows)
+        # the appended positions only (the whole position map costs ~0.1 s per write at 1M events)
+        new = {layout.order[p]: p for p in range(len(index.linked), len(layout))}
+        index.extend(new, layout.linked, [r for r in layout.mention_rows if r[0] in new])
     return index  # type: ignore[no-any-return]
+
+
+def _entity_arrays(index: EntityIndex, key: str, layout: EventLayout) -> tuple[np.ndarray, np.ndarray]:
+    """``key``'s posting as positions and, aligned, whether each event is linked to it (not
+    just naming it), cached on the layout and grown with it (postings only grow): the entity
+    signals then cost numpy operations, not a Python loop over a speaker's every turn."""
+    cache: dict[str, tuple[np.ndarray, np.ndarray]] = layout.derived.setdefault("entity_arrays", {})
+    layout.keep_on_append.add("entity_arrays")
+    posting = index.postings[key]
+    got = cache.get(key)
+    if got is None or got[0].size < len(posting):
+        start = 0 if got is None else got[0].size
+        tail = posting[start:]
+        pos = np.asarray(tail, dtype=np.int64)
+        linked = np.fromiter((key in index.linked[p] for p in tail), dtype=bool, count=len(tail))
+        got = (pos, linked) if got is None else (np.concatenate([got[0], pos]), np.concatenate([got[1], linked]))
+        cache[key] = got
+    return got
+
+
+class _NamesAt:
+    """Position -> the query entity names that found it (for the reasons of the few hits
+    returned), read from per-entity masks on demand instead of a dict filled for every event."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, str]] = []  # (boolean mask over positions, name)
+
+    def get(self, p: int, default: list[str] | None = None) -> list[str]:
+        names = [name for mask, name in self.parts if mask[p]]
+        return names if names else (default if default is not None else [])
+
+    def __contains__(self, p: object) -> bool:
+        return isinstance(p, (int, np.integer)) and any(bool(mask[p]) for mask, _ in self.parts)
+
+    def __getitem__(self, p: int) -> list[str]:
+        names = self.get(p)
+        if not names:
+            raise KeyError(p)
+        return names
+
+
+def _years_months(layout: EventLayout) -> tuple[np.ndarray, np.ndarray]:
+    """Per position, the year and month of the event's time (0 when it has none); cached on the
+    layout and grown with it."""
+    got = layout.derived.get("years_months")
+    n = len(layout)
+    if got is None or got[0].size < n:
+        start = 0 if got is None else got[0].size
+        tail = layout.created[start:]
+        years = np.fromiter((ts.year if ts is not None else 0 for ts in tail), dtype=np.int32, count=n - start)
+        months = np.fromiter((ts.month if ts is not None else 0 for ts in tail), dtype=np.int32, count=n - start)
+        got = (years, months) if got is None else (np.concatenate([got[0], years]), np.concatenate([got[1], months]))
+        layout.derived["years_months"] = got
+        layout.keep_on_append.add("years_months")
+    return got  # type: ignore[no-any-return]
 
 
 def query_entities(query: str, passed: Sequence[str], index: EntityIndex) -> list[str]:
@@ -176,11 +234,13 @@ def _date_match(query: str, layout: EventLayout) -> np.ndarray:
                 months.add(_MONTH_NUMBER[word[:3]])
     if not months and not years:
         return out
-    for p, ts in enumerate(layout.created):
-        if ts is None:
-            continue
-        if (not years or ts.year in years) and (not months or ts.month in months):
-            out[p] = 1.0
+    year, month = _years_months(layout)
+    hit = year > 0
+    if years:
+        hit &= np.isin(year, list(years))
+    if months:
+        hit &= np.isin(month, list(months))
+    out[hit] = 1.0
     return out
 
 
@@ -214,6 +274,27 @@ def _row_positions(layout: EventLayout) -> dict[int, int]:
         rows = layout.rows
         where.update((int(rows[p]), p) for p in range(len(where), len(layout)))
     return where
+
+
+def _row_position_array(layout: EventLayout) -> np.ndarray:
+    """Event catalog row -> layout position (-1: not this user's), as an array cached on the
+    layout and grown with it: maps a BM25 result's rows without a Python loop."""
+    arr: np.ndarray | None = layout.derived.get("row_position_array")
+    filled: int = layout.derived.get("row_position_filled", 0)
+    n = len(layout)
+    if arr is None or filled < n:
+        rows = layout.rows
+        top = int(rows.max()) + 1 if n else 0
+        if arr is None or arr.shape[0] < top:
+            grown = np.full(max(16, 2 * top), -1, dtype=np.int64)
+            if arr is not None:
+                grown[: arr.shape[0]] = arr
+            arr = grown
+        arr[rows[filled:]] = np.arange(filled, n, dtype=np.int64)
+        layout.derived["row_position_array"] = arr
+        layout.derived["row_position_filled"] = n
+        layout.keep_on_append.update(("row_position_array", "row_position_filled"))
+    return arr
 
 
 def _time_flags(layout: EventLayout) -> np.ndarray:
@@ -255,14 +336,14 @@ def _turn_priors(layout: EventLayout) -> tuple[np.ndarray, np.ndarray]:
     return z, asks
 
 
-def _session_centroids(layout: EventLayout, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _session_centroids(layout: EventLayout, matrix: Any) -> tuple[np.ndarray, np.ndarray]:
     """Unit mean vector of each session's events, and each position's session index (-1 for
     events without a session); cached on the layout."""
     cached = layout.derived.get("session_centroids")
     if cached is None:
         names: dict[str, int] = {}
         member = np.array([names.setdefault(x, len(names)) if x else -1 for x in layout.session], dtype=np.int64)
-        vectors = matrix[layout.rows]
+        vectors = matrix.vectors_of(layout.rows)
         centroids = np.zeros((max(len(names), 1), vectors.shape[1]), dtype=np.float32)
         ok = member >= 0
         np.add.at(centroids, member[ok], vectors[ok])
@@ -276,11 +357,12 @@ def _user_cosines(vectors: Any, rows: np.ndarray, units: np.ndarray) -> np.ndarr
     """``(len(rows), k)`` cosines of the catalog rows ``rows`` to ``k`` unit vectors, as float64.
     When most of the mirror is this user's, the whole mirror is scanned in one pass for all
     ``k`` vectors (no copy of their rows per query; a view when ``rows`` is the whole mirror in
-    order, as for a file with one user); else just their rows are multiplied."""
+    order, as for a file with one user); else just their rows are multiplied. int8 rows (from
+    50,000 events on) are scanned as int8 (:func:`graphmem.store.vectors.scan_cosines`)."""
     n = len(vectors)
     if 2 * rows.size < n:
-        return (vectors.matrix[rows] @ units.T).astype(np.float64)  # type: ignore[no-any-return]
-    sims = vectors.cosines(units)
+        return scan_cosines(vectors, units, rows).astype(np.float64)  # type: ignore[no-any-return]
+    sims = scan_cosines(vectors, units)
     if not (rows.size == n and rows[0] == 0 and rows[-1] == n - 1):  # rows rise strictly (layout order)
         sims = sims[rows]
     return sims.astype(np.float64)  # type: ignore[no-any-return]
@@ -319,17 +401,25 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
 
 class _RankOf:
     """1-based rank by descending score (+inf where not present) of single positions, computed
-    on demand: the reasons of a few hits need it, and ranking every event costs a sort."""
+    on demand: the reasons of a few hits need it, and ranking every event costs a sort. The
+    present positions scoring at least the lowest score asked so far are kept, so the next
+    hits count among those few instead of passing over every event again."""
 
     def __init__(self, scores: np.ndarray, present: np.ndarray) -> None:
         self.scores, self.present = scores, present
+        self._floor = math.inf  # the positions kept score at least this
+        self._above = np.zeros(0, dtype=np.int64)
 
     def __getitem__(self, i: int) -> float:
         if not self.present[i]:
             return float("inf")
         v = self.scores[i]
-        better = (self.scores > v) | ((self.scores == v) & (np.arange(self.scores.shape[0]) < i))
-        return float(np.count_nonzero(better & self.present) + 1)
+        if v < self._floor:
+            self._floor = float(v)
+            self._above = np.flatnonzero((self.scores >= v) & self.present)
+        vals = self.scores[self._above]
+        better = np.count_nonzero(vals > v) + np.count_nonzero((vals == v) & (self._above < i))
+        return float(better + 1)
 
 
 def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
@@ -351,7 +441,7 @@ class _Signals:
     entity: np.ndarray
     tool: np.ndarray
     temporal: np.ndarray
-    entity_names: dict[int, list[str]]
+    entity_names: _NamesAt  # position -> the query entities that found it
     mention: np.ndarray
     date: np.ndarray
     hop_via: dict[int, str] | None = None
@@ -412,7 +502,7 @@ class EventSearch:
         store, s = self.store, self.settings
         n = len(layout.order)
         pos = layout.position
-        entity, mention, entity_names, address = self._entity_signals(index, wanted, n)
+        entity, mention, entity_names, address = self._entity_signals(index, wanted, n, layout)
         tool_hit = np.zeros(n)
         if tool:
             for ident in store.events_with_tool(self.user, tool, limit=s.search_entity_cap):
@@ -474,7 +564,7 @@ class EventSearch:
             return np.zeros(n)
         vectors = self.store.event_catalog.vectors
         share = np.clip(final[seeds] / top, 0.0, None).astype(np.float32)
-        centroid = (vectors.matrix[layout.rows[seeds]] * share[:, None]).sum(axis=0)
+        centroid = (vectors.vectors_of(layout.rows[seeds]) * share[:, None]).sum(axis=0)
         vec = sig.qvec + centroid / (float(np.linalg.norm(centroid)) or 1.0)
         others = np.ones(n, dtype=bool)
         others[seeds] = False  # the statistics leave out the hits the vector came from
@@ -505,7 +595,7 @@ class EventSearch:
         sims = _user_cosines(vectors, layout.rows, unit)
         session_sim = None
         if self.settings.search_weight_session > 0:
-            centroids, member = _session_centroids(layout, self.store.event_catalog.vectors.matrix)
+            centroids, member = _session_centroids(layout, self.store.event_catalog.vectors)
             session_sim = np.where(member >= 0, (centroids @ unit[0]).astype(np.float64)[np.maximum(member, 0)], 0.0)
         return sims[:, 0], (sims[:, 1] if sims.shape[1] > 1 else None), session_sim, unit[-1]
 
@@ -558,31 +648,33 @@ class EventSearch:
                        "dense_rank": dense_rank, "bm_rank": bm_rank}
 
     def _entity_signals(
-        self, index: EntityIndex, wanted: list[str], n: int
-    ) -> tuple[np.ndarray, np.ndarray, dict[int, list[str]], np.ndarray]:
+        self, index: EntityIndex, wanted: list[str], n: int, layout: EventLayout
+    ) -> tuple[np.ndarray, np.ndarray, _NamesAt, np.ndarray]:
         """``entity``: 1 where the caller linked a query entity to the event (``entities=``);
         ``mention``: the idf-weighted share of the query entities its text names; ``address``: 1
         where the text names a linked query entity (a speaker) that is not linked to the event
         (another speaker talking to them)."""
         entity, mention, address = np.zeros(n), np.zeros(n), np.zeros(n)
-        names: dict[int, list[str]] = {}
+        names = _NamesAt()
         if not wanted:
             return entity, mention, names, address
         idf = {key: _idf(len(index.postings[key]), n) for key in wanted}
         total = sum(idf.values()) or 1.0
+        cap = self.settings.search_entity_cap
         for key in wanted:
-            posting = index.postings[key][: self.settings.search_entity_cap]
+            posting, linked = _entity_arrays(index, key, layout)
+            posting, linked = posting[:cap], linked[:cap]
             # a name the caller links (a speaker...) is anchored by those links, not by text
-            by_link = any(key in index.linked[p] for p in posting)
-            for p in posting:
-                if key in index.linked[p]:
-                    entity[p] = 1.0
-                elif not by_link:
-                    mention[p] += idf[key] / total
-                else:
-                    address[p] = 1.0
-                    continue
-                names.setdefault(p, []).append(index.names.get(key, key))
+            by_link = bool(linked.any())
+            found = np.zeros(n, dtype=bool)
+            if by_link:
+                entity[posting[linked]] = 1.0
+                address[posting[~linked]] = 1.0
+                found[posting[linked]] = True
+            else:
+                mention[posting] += idf[key] / total  # positions are distinct within a posting
+                found[posting] = True
+            names.parts.append((found, index.names.get(key, key)))
         address[entity > 0] = 0.0  # one speaker's own turn naming another query entity
         return entity, mention, names, address
 
@@ -628,7 +720,7 @@ class EventSearch:
         if s.search_weight_feedback <= 0 or s.search_hop_seeds <= 0 or n < 2 or float(final.max()) <= 0:
             return np.zeros(n)
         seeds = _top(final, s.search_hop_seeds)
-        matrix = self.store.event_catalog.vectors.matrix[layout.rows]
+        matrix = self.store.event_catalog.vectors.vectors_of(layout.rows)
         sims = (matrix @ matrix[seeds].T).astype(np.float64) * (final[seeds] / float(final.max()))[None, :]
         sims[seeds, np.arange(seeds.size)] = 0.0  # a seed does not feed back to itself
         best = sims.max(axis=1)
@@ -665,11 +757,10 @@ class EventSearch:
             return out
         terms = sorted(weight, key=lambda t: (-weight[t], t))[: s.search_prf_terms]
         rows, scores = lexical.scores(terms, self.user, k1=s.bm25_k1, b=s.bm25_b)
-        where = _row_positions(layout)
-        for row, score in zip(rows.tolist(), scores.tolist()):
-            p = where.get(row)
-            if p is not None:
-                out[p] = score
+        where = _row_position_array(layout)
+        inside = rows < where.shape[0]
+        p = where[rows[inside]]
+        out[p[p >= 0]] = scores[inside][p >= 0]
         out[seeds] = 0.0  # the hits the words came from already rank high
         peak = float(out.max())
         if peak > 0:
@@ -710,7 +801,7 @@ class EventSearch:
         return out
 
     def _anchor_only(
-        self, order: list[str], anchor: np.ndarray, entity_names: dict[int, list[str]], tool: str | None, k: int
+        self, order: list[str], anchor: np.ndarray, entity_names: _NamesAt, tool: str | None, k: int
     ) -> list[Hit]:
         """No query text: events linked to the tool/entities, newest first."""
         idx = np.flatnonzero(anchor > 0)

@@ -295,7 +295,7 @@ class EventCatalog:
     """Events' embeddings, owners and lexical index (per user), for episodic search."""
 
     def __init__(self, dim: int) -> None:
-        self.vectors = VectorMatrix(dim)
+        self.vectors = ScanMatrix(dim)  # float32 rows, int8 codes from 50,000 events on (as for learnings)
         self.user: list[str] = []
         self.lexical = LexicalIndex()  # BM25 over search_text, rows = matrix rows, per user
         self.generation = 0  # bumped when rows are reloaded (not on appends): search layouts rebuild on it
@@ -310,9 +310,14 @@ class EventCatalog:
             self.user.append(user_id)
         self.lexical.add(row, user_id, False, text or "")
 
-    def load(self, ids: list[str], users: list[str], vectors: np.ndarray, texts: list[str | None] | None = None) -> None:
-        """Rebuild from scratch."""
+    def load(self, ids: list[str], users: list[str], vectors: np.ndarray | None,
+             texts: list[str | None] | None = None) -> None:
+        """Rebuild from scratch (``vectors`` None: the rows were loaded in chunks with
+        ``vectors.start_load`` / ``append_loaded``, for ``ids``)."""
         self.generation += 1
-        self.vectors.bulk_load(ids, vectors)
+        if vectors is None:
+            self.vectors.finish_load()
+        else:
+            self.vectors.bulk_load(ids, vectors)
         self.user = list(users)
         self.lexical.load(texts if texts is not None else [None] * len(ids), users, [False] * len(ids))

@@ -167,7 +167,8 @@ def load_event_catalog(store: Any) -> None:
     """Rebuild ``store.event_catalog`` from the file, in chunks."""
     proj = "e.id AS id, e.user_id AS user_id, e.embedding AS embedding, e.search_text AS search_text"
     expected = _count(store, "Event", "e")
-    vectors = np.zeros((max(1, expected), store.dim), dtype=np.float32)
+    matrix = store.event_catalog.vectors
+    matrix.start_load(expected)  # int8 codes from its threshold on, quantised chunk by chunk (no float32 copy)
     interned: dict[Any, Any] = {}
     ids: list[str] = []
     users: list[str] = []
@@ -185,13 +186,9 @@ def load_event_catalog(store: Any) -> None:
         bad.extend(b for b in store.bad_rows if b["table"] == "Event")
         if chunk.num_rows == 0:
             continue
-        n0, n1 = len(ids), len(ids) + chunk.num_rows
-        if n1 > vectors.shape[0]:  # rows written between the count and the scan
-            grown = np.zeros((max(n1, 2 * vectors.shape[0]), store.dim), dtype=np.float32)
-            grown[:n0] = vectors[:n0]
-            vectors = grown
-        vectors[n0:n1] = _embeddings(chunk, store.dim)
-        ids.extend(chunk.column("id").to_pylist())
+        chunk_ids = chunk.column("id").to_pylist()
+        matrix.append_loaded(chunk_ids, _embeddings(chunk, store.dim))
+        ids.extend(chunk_ids)
         users.extend(_strings(chunk.column("user_id"), interned))
         texts.extend(chunk.column("search_text").to_pylist())
     _set_bad_rows(store, "Event", bad)
@@ -199,7 +196,4 @@ def load_event_catalog(store: Any) -> None:
         for r in store.read("UNWIND $ids AS i MATCH (e:Event {id: i}) RETURN e.id AS id, e.user_id AS user_id, "
                             "e.content AS content, e.search_text AS search_text", {"ids": waiting[i : i + 500]}):
             queue.put(str(r["id"]), str(r["user_id"]), str(r["content"] or ""), str(r["search_text"] or ""))
-    if not ids:
-        store.event_catalog.load([], [], np.zeros((0, store.dim), np.float32))
-        return
-    store.event_catalog.load(ids, users, vectors[: len(ids)], texts)
+    store.event_catalog.load(ids, users, None, texts)

@@ -331,22 +331,32 @@ class SearchStore(KuzuBase):
         )
 
     def _build_layout(self, user_id: str) -> EventLayout:
-        """The user's layout from the file (every event the catalog holds, in catalog order)."""
+        """The user's layout from the file (every event the catalog holds, in catalog order).
+
+        On a Kùzu file the events are read in chunks of node offsets (``scan_chunks``, as the
+        catalog load reads them) and kept column by column, the user's rows picked in Arrow:
+        one query returning every event as a Python row held ~6 GB at 1M events. Other stores
+        (Bolt) answer one query (:meth:`_layout_rows`); both give the same layout."""
         catalog = self.event_catalog
         generation, seen = catalog.generation, len(catalog)
         rows_map = catalog.vectors.rows
-        found = [r for r in self._layout_rows(user_id) if rows_map.get(str(r["id"]), seen) < seen]  # catalogued
-        found.sort(key=lambda r: rows_map[str(r["id"])])
+        cols = self._layout_columns(user_id) if self._chunked_layout() else self._layout_columns_rows(user_id, rows_map)
+        rows = np.fromiter((rows_map.get(i, seen) for i in cols["id"]), dtype=np.int64, count=len(cols["id"]))
+        keep = np.flatnonzero(rows < seen)  # catalogued
+        keep = keep[np.argsort(rows[keep], kind="stable")]
+        ids = catalog.vectors.ids
+        pick = keep.tolist()
         layout = EventLayout(
-            order=[str(r["id"]) for r in found],
-            session=[str(r["sid"] or "") for r in found],
-            content=[str(r["content"] or "") for r in found],
-            rows=[rows_map[str(r["id"])] for r in found],
-            created=[r["ts"] for r in found],
-            role=[str(r["role"] or "") for r in found],
-            linked=[list(r["ents"] or []) for r in found],
-            tie=[int(self._layout_tie(r, rows_map)) for r in found],
+            order=[ids[r] for r in rows[keep].tolist()],  # the catalog's id strings (no second copy)
+            session=[cols["sid"][i] for i in pick],
+            content=[cols["content"][i] for i in pick],
+            rows=rows[keep],
+            created=[cols["ts"][i] for i in pick],
+            role=[cols["role"][i] for i in pick],
+            linked=[cols["ents"][i] for i in pick],
+            tie=np.asarray(cols["tie"], dtype=np.int64)[keep] if len(keep) else np.zeros(0, dtype=np.int64),
         )
+        del cols
         layout.generation, layout.seen = generation, seen
         pending = self._pending_layout()
         for ident in layout.order:
@@ -388,6 +398,46 @@ class SearchStore(KuzuBase):
                 if str(r["id"]) in out:
                     out[str(r["id"])].mentions.append(str(r["name"]))
         return out
+
+    def _chunked_layout(self) -> bool:
+        """True when the layout can be read in chunks of node offsets (a Kùzu file)."""
+        import kuzu
+
+        return isinstance(getattr(self, "_db", None), kuzu.Database) and type(self)._layout_rows is SearchStore._layout_rows
+
+    def _layout_columns(self, user_id: str) -> dict[str, list[Any]]:
+        """The user's events, column by column (``tie``: Kùzu's insertion offset), read in
+        chunks of node offsets and filtered by user in Arrow."""
+        import pyarrow.compute as pc
+
+        cols: dict[str, list[Any]] = {k: [] for k in ("id", "sid", "ts", "tie", "content", "role", "ents")}
+        interned: dict[str, str] = {}
+        proj = ("e.user_id AS user, e.id AS id, e.session_id AS sid, e.created_at AS ts, offset(id(e)) AS off, "
+                "e.content AS content, e.role AS role, e.entities AS ents")
+        with self._lock.shared():  # scan_chunks runs its queries under the caller's lock
+            for chunk in self.scan_chunks("Event", "e", proj):
+                chunk = chunk.filter(pc.equal(chunk.column("user"), user_id))
+                if chunk.num_rows == 0:
+                    continue
+                cols["id"].extend(chunk.column("id").to_pylist())
+                cols["sid"].extend(interned.setdefault(x, x) if x else "" for x in chunk.column("sid").to_pylist())
+                cols["ts"].extend(chunk.column("ts").to_pylist())
+                cols["tie"].extend(chunk.column("off").to_pylist())
+                cols["content"].extend(x or "" for x in chunk.column("content").to_pylist())
+                cols["role"].extend(interned.setdefault(x, x) if x else "" for x in chunk.column("role").to_pylist())
+                cols["ents"].extend([interned.setdefault(e, e) for e in x] if x else [] for x in chunk.column("ents").to_pylist())
+                del chunk
+        return cols
+
+    def _layout_columns_rows(self, user_id: str, rows_map: Mapping[str, int]) -> dict[str, list[Any]]:
+        """:meth:`_layout_columns` from one query (:meth:`_layout_rows`; stores that are not a Kùzu file)."""
+        found = self._layout_rows(user_id)
+        return {
+            "id": [str(r["id"]) for r in found], "sid": [str(r["sid"] or "") for r in found],
+            "ts": [r["ts"] for r in found], "tie": [int(self._layout_tie(r, rows_map)) for r in found],
+            "content": [str(r["content"] or "") for r in found], "role": [str(r["role"] or "") for r in found],
+            "ents": [list(r["ents"] or []) for r in found],
+        }
 
     def _layout_rows(self, user_id: str) -> list[dict[str, Any]]:
         """The user's events with what the layout needs (``off``: Kùzu's insertion offset)."""

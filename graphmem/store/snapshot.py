@@ -42,7 +42,7 @@ from graphmem.store.embed_queue import embed_queue
 from graphmem.store.vectors import normalise
 
 MAGIC = b"GRAPHMEM-MIRRORS"
-FORMAT = 1
+FORMAT = 2
 _TRAILER = struct.Struct("<QQQI8s")  # manifest offset, manifest length, print length, crc, end mark
 _END = b"GMEND001"
 _ALIGN = 64
@@ -260,7 +260,8 @@ def prepare(store: Any, min_rows: int) -> _Writer | None:
     w = _Writer(path_of(store.path))
     try:
         w.meta.update({"dim": store.dim, "embedder": store.embedder_name, "schema": store.schema_version,
-                       "learnings": n, "events": m, "quantised": lc.vectors.quantised})
+                       "learnings": n, "events": m, "quantised": lc.vectors.quantised,
+                       "e_quantised": ec.vectors.quantised})
         vec = lc.vectors
         w.strings("l.ids", list(vec.ids))
         matrix = vec._m[:n]
@@ -279,7 +280,8 @@ def prepare(store: Any, min_rows: int) -> _Writer | None:
         _lexical(w, "l.lex", lc.lexical, n)
         w.table("l.rows", rows)
         w.strings("e.ids", list(ec.vectors.ids))
-        w.array("e.matrix", ec.vectors._m[:m])
+        w.array("e.matrix", ec.vectors._m[:m])  # float32 rows or int8 codes, as the event mirror holds them
+        w.array("e.scale", ec.vectors._scale[:m])
         w.codes("e.user", ec.user)
         _lexical(w, "e.lex", ec.lexical, m)
         w.finish_data()
@@ -444,6 +446,8 @@ def load(store: Any, fingerprint: dict[str, int] | None) -> bool:
         n, m = int(meta["learnings"]), int(meta["events"])
         if bool(meta["quantised"]) != lc.vectors._want_int8(n):
             return False  # another storage asked for: the file's vectors, as a fresh load keeps them
+        if bool(meta.get("e_quantised", False)) != ec.vectors._want_int8(m):
+            return False  # the same for the event mirror
         ids = r.strings("l.ids")
         matrix, scale = r.array("l.matrix"), r.array("l.scale")
         users, tools = r.codes("l.user"), r.codes("l.tool")
@@ -452,8 +456,9 @@ def load(store: Any, fingerprint: dict[str, int] | None) -> bool:
         keys_rows = r.array("l.keys_rows").tolist()
         rows = r.table("l.rows")
         e_ids, e_matrix, e_users = r.strings("e.ids"), r.array("e.matrix"), r.codes("e.user")
+        e_scale = r.array("e.scale")
         if not (len(ids) == matrix.shape[0] == len(users) == len(tools) == len(keys) == cols.shape[1] == rows.num_rows == n
-                and len(e_ids) == e_matrix.shape[0] == len(e_users) == m and matrix.shape[1:] == (store.dim,)):
+                and len(e_ids) == e_matrix.shape[0] == len(e_users) == e_scale.shape[0] == m and matrix.shape[1:] == (store.dim,)):
             return False
         # from here on the catalogs change: a failure reloads from the file (KuzuGraphStore)
         lc.vectors.load_snapshot(ids, matrix, scale)
@@ -470,9 +475,7 @@ def load(store: Any, fingerprint: dict[str, int] | None) -> bool:
         _load_anchors(r, lc.anchors)
         _load_lexical(r, "l.lex", lc.lexical)
         ec.generation += 1
-        ec.vectors.ids = e_ids
-        ec.vectors.rows = dict(zip(e_ids, range(m)))
-        ec.vectors._m = e_matrix if m else np.zeros((16, store.dim), dtype=np.float32)
+        ec.vectors.load_snapshot(e_ids, e_matrix, e_scale)
         ec.user = e_users
         _load_lexical(r, "e.lex", ec.lexical)
         store._loaded_rows = rows
