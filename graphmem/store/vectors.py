@@ -237,12 +237,11 @@ class ScanMatrix:
             self._grow(row + 1)
             self.ids.append(ident)
             self.rows[ident] = row
-        unit = unit_rows(vector)
-        if self.quantised:
-            codes, scale = quantise(unit)
+        if self.quantised:  # the same rounding as a load from the file (bulk_load, append_loaded)
+            codes, scale = quantise(unit_rows(vector))
             self._m[row], self._scale[row] = codes[0], scale[0]
         else:
-            self._m[row] = unit[0]
+            self._m[row] = normalise(np.array(vector, dtype=np.float32, ndmin=2))[0]
             self._maybe_quantise()
         self._ann_touch([ident])
         if self.ann_min_rows and self.ann is None and self._builder is None and self._want_ann(len(self.ids)):
