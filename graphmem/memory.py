@@ -167,7 +167,9 @@ class Memory:
         self.deps = replace(deps, changed_hook=self._summaries.on_learnings_changed, write_hook=self._summaries.after_write)
         self._learnings = LearningService(self.deps)
         self._events = EventService(self.deps)
-        self._retrieval = RetrievalService(self.deps, self._summaries.user_preferences_text, retriever)
+        previous = self.__dict__.get("_retrieval")  # rebuilt services keep the helper thread
+        self._retrieval = RetrievalService(self.deps, self._summaries.user_preferences_text, retriever,
+                                           previous._aside if previous is not None else None)
         self._improve = ImproveService(self.deps)
         self._watch = WatchService(self.deps)
 
@@ -176,6 +178,7 @@ class Memory:
         """Release the database file (closed when the last Memory on it in this process closes)."""
         if not self._closed:
             self._closed = True
+            self._retrieval.close()
             release_store(self.store)
 
     def for_user(self, user: str) -> Memory:
