@@ -116,8 +116,9 @@ def vector_candidates(
     ``Settings.vector_ann_min_rows`` rows) and at least ``ann_exact_below`` rows are eligible,
     the index proposes the candidates, they are reranked by exact cosine, and ``sims`` is a
     :class:`~graphmem.store.vectors.LazyCosine` (cosines computed for the rows read).
-    ``visible`` (the rows ``user`` may ever see, a superset of ``mask``'s): the scanned rows are
-    these, kept gathered between calls (``ScanMatrix.cosine_block``); the cosines are the same.
+    ``visible`` (the rows ``user`` may ever see, a superset of ``mask``'s: a boolean mask or
+    the row numbers, ascending): the scanned rows are these, kept gathered between calls
+    (``ScanMatrix.cosine_block``); the cosines are the same.
     """
     if query_vector is None or len(catalog) == 0 or n <= 0:
         return [], None
@@ -133,7 +134,7 @@ def vector_candidates(
     if subset_below > 0 and eligible < subset_below * total:
         sims = np.zeros(total, dtype=np.float32)
         if visible is not None and user is not None:
-            seen = np.flatnonzero(visible)
+            seen = np.flatnonzero(visible) if visible.dtype == bool else visible
             cos = catalog.vectors.cosine_block(query_vector, seen, ("visible", user)) if seen.size else sims[:0]
             keep = mask[seen]
             rows, values = seen[keep], cos[keep]

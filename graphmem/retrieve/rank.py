@@ -62,8 +62,9 @@ class Retriever:
     def _prepare(
         self, user: str, query: str, now_ts: float, tool: str | None, entities: Sequence[str], topics: Sequence[str],
         objective_type: str | None, link_names: bool,
-    ) -> tuple[np.ndarray, np.ndarray, dict[str, list[str]], set[tuple[str, str]], list[tuple[int, float]], dict[str, float]]:
-        """What ranking needs before the query vector: the user's rows, the eligible mask (the
+    ) -> tuple[np.ndarray | None, np.ndarray, dict[str, list[str]], set[tuple[str, str]], list[tuple[int, float]], dict[str, float]]:
+        """What ranking needs before the query vector: the rows the user may see (for the
+        vector scan's kept block; None when ``vector_scan_blocks`` is off), the eligible mask (the
         canary draws), the anchors (with the names found in ``query``) and the full-text hits."""
         s = self.settings
         catalog = self.store.learning_catalog
@@ -71,6 +72,7 @@ class Retriever:
         t = time.perf_counter()
         user_rows = self.users.mask(catalog, user)
         mask = eligible_mask(catalog, user_rows, now_ts, self.rng)
+        visible = np.flatnonzero(user_rows | (catalog.col("shared") > 0)) if s.vector_scan_blocks else None
         t1 = time.perf_counter()
         anchors: dict[str, list[str]] = {
             "tool": [tool] if tool else [],
@@ -90,7 +92,7 @@ class Retriever:
         ft = fulltext_candidates(catalog, query, user, mask, n, s.fulltext_max_postings, s) if query.strip() else []
         t3 = time.perf_counter()
         timings.update(filter=(t1 - t) * 1e3, link=(t2 - t1) * 1e3, fulltext=(t3 - t2) * 1e3)
-        return user_rows, mask, anchors, linked, ft, timings
+        return visible, mask, anchors, linked, ft, timings
 
     def rank(
         self,
@@ -137,11 +139,11 @@ class Retriever:
                 concurrent.futures.wait([future])  # never leave it running past the caller's snapshot
                 raise
             embedded = time.perf_counter()
-            user_rows, mask, anchors, linked, ft, timings = future.result()
+            visible, mask, anchors, linked, ft, timings = future.result()
             timings["embed"] = (embedded - t) * 1000.0
             timings["aside_wait"] = (time.perf_counter() - embedded) * 1000.0
         else:
-            user_rows, mask, anchors, linked, ft, timings = prepare()
+            visible, mask, anchors, linked, ft, timings = prepare()
         t = time.perf_counter()
 
         def lap(name: str) -> None:
@@ -154,7 +156,6 @@ class Retriever:
         if callable(query_vector):
             query_vector = query_vector()
             lap("embed")
-        visible = user_rows | (catalog.col("shared") > 0) if s.vector_scan_blocks else None
         vec_rows, sims = vector_candidates(catalog, query_vector, mask, n, s.vector_scan_subset_below,
                                            s.vector_ann_exact_below, visible, user)
         lap("vector")
