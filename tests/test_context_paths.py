@@ -89,7 +89,10 @@ def test_context_runs_the_vector_free_part_in_the_helper_thread_and_close_stops_
     assert [item.learning.content for item in ctx.learnings] == ["Email Dana in plain text"]
     assert "aside_wait" in ctx.timings_ms
     assert ran_in and ran_in[0].startswith("graphmem-context")
-    pool = mem._retrieval._aside._pool
+    aside = mem._retrieval._aside
+    mem.settings = Settings(context_overlap_embedding=True, mmr_lambda=0.9)  # rebuilds the services
+    assert mem._retrieval._aside is aside  # ... keeping the one helper thread
+    pool = aside._pool
     assert pool is not None
     threads = list(pool._threads)
     assert threads and all(t.is_alive() for t in threads)
