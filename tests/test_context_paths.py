@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from graphmem import Memory, Settings
-from graphmem.retrieve.candidates import _top_rows, vector_candidates
+from graphmem.retrieve.candidates import _top_rows, eligible_mask, scan_rows, vector_candidates
 from graphmem.retrieve.service import Aside
+from graphmem.store.catalog import STATUS_CODE
 from graphmem.store.vectors import ScanMatrix
 
 VARIANTS = [(False, False), (True, False), (False, True), (True, True)]
@@ -33,7 +34,7 @@ def _fill(mem: Memory, bob: Memory) -> None:
         rows.append({
             "content": f"When writing to {PEOPLE[i % 4]} about {TOPICS[i % 4]}, rule {i}: keep it short",
             "tool": TOOLS[i % 3] if i % 5 else None, "entities": [PEOPLE[(i * 7) % 4]], "topics": [TOPICS[(i * 3) % 4]],
-            "status": "canary" if i % 6 == 0 else "active",
+            "status": "canary" if i % 6 == 0 else "candidate" if i % 10 == 3 else "disabled" if i % 10 == 7 else "active",
         })
     mem.add_learnings(rows)
     bob.add_learnings([{"content": f"Bob's note {i} on {TOPICS[i % 4]} for {PEOPLE[i % 4]}", "tool": TOOLS[i % 3]}
@@ -69,6 +70,14 @@ def test_every_path_ranks_the_same_learnings_with_the_same_scores(
     assert compared == 3 * len(QUERIES)
     blocks = catalog.vectors._blocks
     assert any(key == ("visible", "alice") for key in blocks)  # the block path ran
+    retriever = mems[-1]._retrieval.retriever()
+    user_rows = retriever.users.mask(catalog, "alice")
+    kept = scan_rows(catalog, user_rows)
+    for _ in range(20):  # whatever the canary draws, the eligible rows are among the kept ones
+        eligible = np.flatnonzero(eligible_mask(catalog, user_rows, 0.0, retriever.rng))
+        assert np.isin(eligible, kept).all()
+    statuses = catalog.col("status")[kept]
+    assert set(np.unique(statuses).tolist()) <= {float(STATUS_CODE["active"]), float(STATUS_CODE["canary"])}
 
 
 def test_context_runs_the_vector_free_part_in_the_helper_thread_and_close_stops_it(

@@ -90,6 +90,20 @@ def eligible_mask(
     return mask & live
 
 
+def scan_rows(catalog: LearningCatalog, user_rows: np.ndarray) -> np.ndarray:
+    """The rows :func:`eligible_mask` may return for the user at any time (own and shared
+    learnings, active or canary, not archived, not superseded; the TTL and the canary draws
+    are left to the mask), ascending: what the vector scan keeps gathered between calls."""
+    if len(catalog) == 0:
+        return np.zeros(0, dtype=np.int64)
+    status = catalog.col("status")
+    rows = user_rows | (catalog.col("shared") > 0)
+    rows &= catalog.col("tier") != _ARCHIVE
+    rows &= catalog.col("superseded") == 0
+    rows &= (status == _ACTIVE) | (status == _CANARY)
+    return np.flatnonzero(rows)
+
+
 def _in_id_order(catalog: LearningCatalog, rows: np.ndarray) -> np.ndarray:
     """``rows`` sorted by their learnings' ids, remembered (in ``catalog.memo``) while the rows
     keep their ids (the catalog's generation) and the set is the same (sorting 10k canary ids

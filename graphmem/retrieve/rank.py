@@ -24,6 +24,7 @@ from graphmem.retrieve.candidates import (
     eligible_mask,
     fulltext_candidates,
     graph_candidates,
+    scan_rows,
     vector_candidates,
 )
 from graphmem.retrieve.context import ScoredLearning
@@ -72,7 +73,7 @@ class Retriever:
         t = time.perf_counter()
         user_rows = self.users.mask(catalog, user)
         mask = eligible_mask(catalog, user_rows, now_ts, self.rng)
-        visible = np.flatnonzero(user_rows | (catalog.col("shared") > 0)) if s.vector_scan_blocks else None
+        visible = scan_rows(catalog, user_rows) if s.vector_scan_blocks else None
         t1 = time.perf_counter()
         anchors: dict[str, list[str]] = {
             "tool": [tool] if tool else [],
