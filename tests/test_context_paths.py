@@ -218,3 +218,21 @@ def test_vector_candidates_agree_on_every_scan_path(make_memory: Callable[..., M
         assert all(mask[r] for r in full)
         assert np.array_equal(sims_subset, sims_block)
         assert np.array_equal(sims_block[mask], sims_full[mask]) and not sims_block[~mask].any()
+
+
+def test_for_user_copies_share_their_creators_helper_thread(make_memory: Callable[..., Memory]) -> None:
+    root = make_memory(settings=Settings(context_overlap_embedding=True))
+    root.add_learning("Email Dana in plain text", tool="send_email")
+    bob = root.for_user("bob")
+    bob.add_learning("Bob books trains, not flights", tool="book_travel")
+    assert bob._retrieval._aside is root._retrieval._aside  # one thread however many users
+    assert [i.learning.content for i in bob.context("book travel", tool="book_travel").learnings] == [
+        "Bob books trains, not flights"]
+    pool = root._retrieval._aside._pool
+    assert pool is not None
+    threads = list(pool._threads)
+    bob.close()  # a copy borrows the thread: closing it leaves the creator's running
+    assert all(t.is_alive() for t in threads)
+    assert root.context("write to Dana", tool="send_email").learnings
+    root.close()
+    assert not any(t.is_alive() for t in threads)
