@@ -236,3 +236,26 @@ def test_for_user_copies_share_their_creators_helper_thread(make_memory: Callabl
     assert root.context("write to Dana", tool="send_email").learnings
     root.close()
     assert not any(t.is_alive() for t in threads)
+
+
+def test_concurrent_contexts_on_one_memory_all_finish(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(settings=Settings(context_overlap_embedding=True))
+    mem.add_learnings([{"content": f"Email rule {i} for Dana", "tool": "send_email", "entities": ["Dana"]}
+                       for i in range(12)])
+    errors: list[BaseException] = []
+    counts: list[int] = []
+
+    def ask() -> None:
+        try:
+            for _ in range(10):
+                counts.append(len(mem.context("write to Dana", tool="send_email").learnings))
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    workers = [threading.Thread(target=ask) for _ in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    assert not any(w.is_alive() for w in workers) and not errors
+    assert len(counts) == 30 and min(counts) > 0
