@@ -45,6 +45,11 @@ if TYPE_CHECKING:
     from graphmem.store import KuzuGraphStore
 
 
+_Prepared = tuple[
+    np.ndarray | None, np.ndarray, dict[str, list[str]], set[tuple[str, str]], list[tuple[int, float]], dict[str, float]
+]  # what Retriever._prepare returns
+
+
 class Retriever:
     """Per-Memory retrieval state: the name index, the cached user column, the seeded RNG.
 
@@ -62,18 +67,19 @@ class Retriever:
 
     def _prepare(
         self, user: str, query: str, now_ts: float, tool: str | None, entities: Sequence[str], topics: Sequence[str],
-        objective_type: str | None, link_names: bool,
-    ) -> tuple[np.ndarray | None, np.ndarray, dict[str, list[str]], set[tuple[str, str]], list[tuple[int, float]], dict[str, float]]:
+        objective_type: str | None, link_names: bool, scan: bool = True,
+    ) -> _Prepared:
         """What ranking needs before the query vector: the rows the user may see (for the
-        vector scan's kept block; None when ``vector_scan_blocks`` is off), the eligible mask (the
-        canary draws), the anchors (with the names found in ``query``) and the full-text hits."""
+        vector scan's kept block; None when ``vector_scan_blocks`` is off or not ``scan``), the
+        eligible mask (the canary draws), the anchors (with the names found in ``query``) and the
+        full-text hits."""
         s = self.settings
         catalog = self.store.learning_catalog
         timings: dict[str, float] = {}
         t = time.perf_counter()
         user_rows = self.users.mask(catalog, user)
         mask = eligible_mask(catalog, user_rows, now_ts, self.rng)
-        visible = scan_rows(catalog, user_rows) if s.vector_scan_blocks else None
+        visible = scan_rows(catalog, user_rows) if s.vector_scan_blocks and scan else None
         t1 = time.perf_counter()
         anchors: dict[str, list[str]] = {
             "tool": [tool] if tool else [],
@@ -126,11 +132,11 @@ class Retriever:
         s = self.settings
         store = self.store
         catalog = store.learning_catalog
-        t = time.perf_counter()
         if link_names and query.strip():
             self.names.refresh(store)  # may query the file: in the caller's thread
         now_ts = _ts(now)
-        prepare = functools.partial(self._prepare, user, query, now_ts, tool, entities, topics, objective_type, link_names)
+        prepare = functools.partial(self._prepare, user, query, now_ts, tool, entities, topics, objective_type, link_names,
+                                    query_vector is not None)
         future = aside(prepare) if aside is not None and callable(query_vector) else None
         if future is not None and callable(query_vector):
             t = time.perf_counter()
