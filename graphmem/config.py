@@ -138,6 +138,12 @@ class Settings(BaseModel):
     vector_storage: str = "auto"
     vector_int8_min_rows: int = 50_000
     vector_scan_subset_below: float = 0.5  # scan only the eligible rows when fewer than this share are
+    # ... and then scan the user's own plus shared rows kept gathered in a block between calls
+    # (ScanMatrix.cosine_block; the same cosines, without gathering the rows every call)
+    vector_scan_blocks: bool = True
+    # context(): run the filters, name linking and full-text search in a helper thread while the
+    # caller's thread embeds the query (the same results; graphmem/retrieve/service.py Aside)
+    context_overlap_embedding: bool = True
     # from vector_ann_min_rows learnings on (0: never) the mirror also keeps an HNSW index
     # (graphmem/store/ann.py, usearch): built in the background after open, saved beside the file
     # (<file>.ann); it proposes the vector candidates (reranked exactly) when at least

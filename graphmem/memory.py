@@ -50,7 +50,7 @@ from graphmem.lifecycle import CycleReport
 from graphmem.models import Learning, LearningLinks, Objective, Summary, utcnow
 from graphmem.outcomes import OutcomeReport
 from graphmem.promote import PromoteReport, SweepReport
-from graphmem.retrieve.service import RetrievalService
+from graphmem.retrieve.service import Aside, RetrievalService
 from graphmem.store import open_store, release_store
 from graphmem.store.health import DoctorReport
 from graphmem.summaries import SummaryService
@@ -124,6 +124,7 @@ class Memory:
     clock: _Dep[Callable[[], datetime]] = _Dep()
     user: _Dep[str] = _Dep()
     admin: _Dep[bool] = _Dep()
+    _owns_aside = True  # False for for_user copies: they borrow their creator's helper thread
 
     def __init__(
         self,
@@ -160,7 +161,10 @@ class Memory:
         self._base_settings = self.settings  # Settings(auto_tune=True): the user's tuned values overlay it
         self.settings = effective_settings(self.store, self.user, self.settings)
 
-    def _wire(self, deps: Deps, *, retriever: Retriever | None = None, summaries: SummaryService | None = None) -> None:
+    def _wire(
+        self, deps: Deps, *, retriever: Retriever | None = None, summaries: SummaryService | None = None,
+        aside: Aside | None = None,
+    ) -> None:
         """Build the services on ``deps``. The summary service (this Memory's own, never shared
         with for_user copies) keeps summaries in step: its hooks go into the Deps of the others."""
         self._summaries = summaries or SummaryService(deps)
@@ -168,7 +172,9 @@ class Memory:
         self.deps = replace(deps, changed_hook=self._summaries.on_learnings_changed, write_hook=self._summaries.after_write)
         self._learnings = LearningService(self.deps)
         self._events = EventService(self.deps)
-        self._retrieval = RetrievalService(self.deps, self._summaries.user_preferences_text, retriever)
+        previous = self.__dict__.get("_retrieval")  # rebuilt services keep the helper thread
+        aside = aside or (previous._aside if previous is not None else None)
+        self._retrieval = RetrievalService(self.deps, self._summaries.user_preferences_text, retriever, aside)
         self._improve = ImproveService(self.deps)
         self._watch = WatchService(self.deps)
 
@@ -177,6 +183,8 @@ class Memory:
         """Release the database file (closed when the last Memory on it in this process closes)."""
         if not self._closed:
             self._closed = True
+            if self._owns_aside:
+                self._retrieval.close()
             release_store(self.store)
 
     def for_user(self, user: str) -> Memory:
@@ -187,7 +195,8 @@ class Memory:
             deps = replace(deps, store=open_store(
                 self.store.path, dim=self.embedder.dim, embedder_name=self.embedder.name, read_only=self.store.read_only
             ))
-        other._wire(deps, retriever=self._retrieval._state)
+        other._owns_aside = False  # one helper thread for this Memory and its copies (a server's users)
+        other._wire(deps, retriever=self._retrieval._state, aside=self._retrieval._aside)
         other._closed = self.store.path is None  # an in-memory store belongs to its creator
         if self.settings.auto_tune:  # the other user's own tuned values
             other.settings = effective_settings(other.store, other.user, self.__dict__.get("_base_settings", self.settings))

@@ -90,6 +90,20 @@ def eligible_mask(
     return mask & live
 
 
+def scan_rows(catalog: LearningCatalog, user_rows: np.ndarray) -> np.ndarray:
+    """The rows :func:`eligible_mask` may return for the user at any time (own and shared
+    learnings, active or canary, not archived, not superseded; the TTL and the canary draws
+    are left to the mask), ascending: what the vector scan keeps gathered between calls."""
+    if len(catalog) == 0:
+        return np.zeros(0, dtype=np.int64)
+    status = catalog.col("status")
+    rows = user_rows | (catalog.col("shared") > 0)
+    rows &= catalog.col("tier") != _ARCHIVE
+    rows &= catalog.col("superseded") == 0
+    rows &= (status == _ACTIVE) | (status == _CANARY)
+    return np.flatnonzero(rows)
+
+
 def _in_id_order(catalog: LearningCatalog, rows: np.ndarray) -> np.ndarray:
     """``rows`` sorted by their learnings' ids, remembered (in ``catalog.memo``) while the rows
     keep their ids (the catalog's generation) and the set is the same (sorting 10k canary ids
@@ -106,7 +120,7 @@ def _in_id_order(catalog: LearningCatalog, rows: np.ndarray) -> np.ndarray:
 
 def vector_candidates(
     catalog: LearningCatalog, query_vector: np.ndarray | None, mask: np.ndarray, n: int, subset_below: float = 0.0,
-    ann_exact_below: int = 0,
+    ann_exact_below: int = 0, visible: np.ndarray | None = None, user: str | None = None,
 ) -> tuple[list[int], np.ndarray | None]:
     """Top-``n`` eligible rows by cosine, best first, and the cosine of every row (or None).
 
@@ -116,6 +130,9 @@ def vector_candidates(
     ``Settings.vector_ann_min_rows`` rows) and at least ``ann_exact_below`` rows are eligible,
     the index proposes the candidates, they are reranked by exact cosine, and ``sims`` is a
     :class:`~graphmem.store.vectors.LazyCosine` (cosines computed for the rows read).
+    ``visible`` (the rows ``user`` may ever see, a superset of ``mask``'s: a boolean mask or
+    the row numbers, ascending): the scanned rows are these, kept gathered between calls
+    (``ScanMatrix.cosine_block``); the cosines are the same.
     """
     if query_vector is None or len(catalog) == 0 or n <= 0:
         return [], None
@@ -130,18 +147,32 @@ def vector_candidates(
             return [int(found[i]) for i in order], lazy  # type: ignore[return-value]
     if subset_below > 0 and eligible < subset_below * total:
         sims = np.zeros(total, dtype=np.float32)
-        rows = np.flatnonzero(mask)
-        if rows.size:
-            sims[rows] = catalog.vectors.cosine(query_vector, rows)
+        if visible is not None and user is not None:
+            seen = np.flatnonzero(visible) if visible.dtype == bool else visible
+            cos = catalog.vectors.cosine_block(query_vector, seen, ("visible", user)) if seen.size else sims[:0]
+            keep = mask[seen]
+            rows, values = seen[keep], cos[keep]
+        else:
+            rows = np.flatnonzero(mask)
+            values = catalog.vectors.cosine(query_vector, rows) if rows.size else sims[:0]
+        sims[rows] = values  # the other rows keep cosine 0, as documented
     else:
         sims = catalog.vectors.cosine(query_vector)
-    masked = np.where(mask, sims, -np.inf)
-    k = min(n, int(mask.sum()))
-    if k <= 0:
-        return [], sims
-    top = np.argpartition(-masked, k - 1)[:k]
-    top = top[np.argsort(-masked[top], kind="stable")]
-    return [int(r) for r in top], sims
+        rows = np.flatnonzero(mask)
+        values = sims[rows]
+    return _top_rows(rows, values, min(n, eligible)), sims
+
+
+def _top_rows(rows: np.ndarray, values: np.ndarray, k: int) -> list[int]:
+    """The ``k`` rows of the highest values, best first; equal values: the lower row first."""
+    if k <= 0 or rows.size == 0:
+        return []
+    if k < rows.size:
+        kth = values[np.argpartition(-values, k - 1)[k - 1]]
+        near = np.flatnonzero(values >= kth)  # the top k and every row tied with the k-th
+        rows, values = rows[near], values[near]
+    order = np.lexsort((rows, -values))[:k]
+    return [int(r) for r in rows[order]]
 
 
 def fulltext_terms(catalog: LearningCatalog, normalised: str, max_postings: int, user: str | None = None) -> list[str]:

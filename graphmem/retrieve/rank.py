@@ -6,10 +6,12 @@ Thompson draw) → MMR diversity → full rows fetched for the winners only.
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +24,7 @@ from graphmem.retrieve.candidates import (
     eligible_mask,
     fulltext_candidates,
     graph_candidates,
+    scan_rows,
     vector_candidates,
 )
 from graphmem.retrieve.context import ScoredLearning
@@ -42,6 +45,11 @@ if TYPE_CHECKING:
     from graphmem.store import KuzuGraphStore
 
 
+_Prepared = tuple[
+    np.ndarray | None, np.ndarray, dict[str, list[str]], set[tuple[str, str]], list[tuple[int, float]], dict[str, float]
+]  # what Retriever._prepare returns
+
+
 class Retriever:
     """Per-Memory retrieval state: the name index, the cached user column, the seeded RNG.
 
@@ -57,6 +65,42 @@ class Retriever:
         self.rng = np.random.default_rng(settings.random_seed)
         self.timings_ms: dict[str, float] = {}
 
+    def _prepare(
+        self, user: str, query: str, now_ts: float, tool: str | None, entities: Sequence[str], topics: Sequence[str],
+        objective_type: str | None, link_names: bool, scan: bool = True,
+    ) -> _Prepared:
+        """What ranking needs before the query vector: the rows the user may see (for the
+        vector scan's kept block; None when ``vector_scan_blocks`` is off or not ``scan``), the
+        eligible mask (the canary draws), the anchors (with the names found in ``query``) and the
+        full-text hits."""
+        s = self.settings
+        catalog = self.store.learning_catalog
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        user_rows = self.users.mask(catalog, user)
+        mask = eligible_mask(catalog, user_rows, now_ts, self.rng)
+        visible = scan_rows(catalog, user_rows) if s.vector_scan_blocks and scan else None
+        t1 = time.perf_counter()
+        anchors: dict[str, list[str]] = {
+            "tool": [tool] if tool else [],
+            "entity": list(dict.fromkeys(entities)),
+            "topic": list(dict.fromkeys(topics)),
+            "objective_type": [objective_type] if objective_type else [],
+        }
+        linked: set[tuple[str, str]] = set()
+        if link_names and query.strip():
+            for kind, found in self.names.find(query).items():
+                for name in found:
+                    if name not in anchors[kind]:
+                        anchors[kind].append(name)
+                        linked.add((kind, name))
+        t2 = time.perf_counter()
+        n = s.candidates_per_source
+        ft = fulltext_candidates(catalog, query, user, mask, n, s.fulltext_max_postings, s) if query.strip() else []
+        t3 = time.perf_counter()
+        timings.update(filter=(t1 - t) * 1e3, link=(t2 - t1) * 1e3, fulltext=(t3 - t2) * 1e3)
+        return visible, mask, anchors, linked, ft, timings
+
     def rank(
         self,
         *,
@@ -71,6 +115,7 @@ class Retriever:
         objective_type: str | None = None,
         link_names: bool = True,
         fusion: Mapping[str, float] | None = None,
+        aside: Callable[[Callable[[], Any]], concurrent.futures.Future[Any] | None] | None = None,
     ) -> list[ScoredLearning]:
         """The best ``limit`` eligible learnings for the query and anchors, best first.
 
@@ -79,11 +124,33 @@ class Retriever:
         topics named in ``query`` are added to the anchors when ``link_names``. With no query
         text and no anchors, the top-quality eligible learnings come back. ``fusion``: learned
         multipliers per signal (:mod:`graphmem.retrieve.learned`; None: the Settings weights).
+        ``aside``: when ``query_vector`` is a callable, the filters, name linking and full-text
+        search (all on the in-memory mirrors, none needs the vector) are handed to it to run in
+        another thread while this one embeds the query (it returns None when it cannot take
+        them: they then run here first); the results are the same either way.
         """
         s = self.settings
         store = self.store
         catalog = store.learning_catalog
-        timings: dict[str, float] = {}
+        if link_names and query.strip():
+            self.names.refresh(store)  # may query the file: in the caller's thread
+        now_ts = _ts(now)
+        prepare = functools.partial(self._prepare, user, query, now_ts, tool, entities, topics, objective_type, link_names,
+                                    query_vector is not None)
+        future = aside(prepare) if aside is not None and callable(query_vector) else None
+        if future is not None and callable(query_vector):
+            t = time.perf_counter()
+            try:
+                query_vector = query_vector()
+            except BaseException:
+                concurrent.futures.wait([future])  # never leave it running past the caller's snapshot
+                raise
+            embedded = time.perf_counter()
+            visible, mask, anchors, linked, ft, timings = future.result()
+            timings["embed"] = (embedded - t) * 1000.0
+            timings["aside_wait"] = (time.perf_counter() - embedded) * 1000.0
+        else:
+            visible, mask, anchors, linked, ft, timings = prepare()
         t = time.perf_counter()
 
         def lap(name: str) -> None:
@@ -92,32 +159,12 @@ class Retriever:
             timings[name] = (now_t - t) * 1000.0
             t = now_t
 
-        now_ts = _ts(now)
-        mask = eligible_mask(catalog, self.users.mask(catalog, user), now_ts, self.rng)
-        lap("filter")
-        anchors: dict[str, list[str]] = {
-            "tool": [tool] if tool else [],
-            "entity": list(dict.fromkeys(entities)),
-            "topic": list(dict.fromkeys(topics)),
-            "objective_type": [objective_type] if objective_type else [],
-        }
-        linked: set[tuple[str, str]] = set()
-        if link_names and query.strip():
-            self.names.refresh(store)
-            for kind, found in self.names.find(query).items():
-                for name in found:
-                    if name not in anchors[kind]:
-                        anchors[kind].append(name)
-                        linked.add((kind, name))
-        lap("link")
         n = s.candidates_per_source
-        ft = fulltext_candidates(catalog, query, user, mask, n, s.fulltext_max_postings, s) if query.strip() else []
-        lap("fulltext")
         if callable(query_vector):
             query_vector = query_vector()
             lap("embed")
         vec_rows, sims = vector_candidates(catalog, query_vector, mask, n, s.vector_scan_subset_below,
-                                           s.vector_ann_exact_below)
+                                           s.vector_ann_exact_below, visible, user)
         lap("vector")
         hits: Mapping[int, GraphHit] = {}
         if any(anchors.values()):

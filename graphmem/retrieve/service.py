@@ -6,8 +6,10 @@ modules of :mod:`graphmem.retrieve`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
 import functools
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -34,14 +36,23 @@ class RetrievalService:
         preferences: returns the text of the user's ``user_preferences`` summary ("" until one exists).
         retriever: retrieval state to reuse (name index, user column cache, seeded RNG); made
             on first use otherwise.
+        aside: the helper thread to reuse (a Memory rebuilding its services keeps its own).
     """
 
-    def __init__(self, deps: Deps, preferences: Callable[[], str], retriever: Retriever | None = None) -> None:
+    def __init__(
+        self, deps: Deps, preferences: Callable[[], str], retriever: Retriever | None = None, aside: Aside | None = None,
+    ) -> None:
         self.deps = deps
         self.preferences = preferences
         self._state = retriever
         self._features = learned.FeatureCache()
         self._fusion: dict[str, Any] | None = None  # the user's learned fusion state, read on first use
+        self._aside = aside or Aside()  # runs ranking's vector-free part while context() embeds the query
+
+    def close(self) -> None:
+        """Stop the helper thread (``Settings.context_overlap_embedding``); a later context()
+        runs everything in the caller's thread."""
+        self._aside.close()
 
     def context(
         self,
@@ -153,18 +164,19 @@ class RetrievalService:
     ) -> list[ScoredLearning]:
         """Ranked eligible learnings (no Application recorded); what ``search`` builds on.
 
-        ``query_vector`` None with non-empty ``query`` embeds it during ranking, right after the
-        full-text query: Kùzu's full-text search runs ~40 % slower right after a MiniLM call on 2
-        cores (torch's worker threads still spin), while the embedding does not mind the order.
+        ``query_vector`` None with non-empty ``query`` embeds it during ranking; with
+        ``Settings.context_overlap_embedding`` the filters and the full-text search run meanwhile
+        in this service's helper thread (the same results; see :class:`Aside`).
         """
         vector: np.ndarray | Callable[[], np.ndarray] | None = query_vector
         if vector is None and query.strip():
             vector = functools.partial(self.deps.embed_one, query)
+        aside = self._aside.submit if self.deps.settings.context_overlap_embedding else None
         with self.deps.store.snapshot():  # the mirrors and the rows fetched agree
             return self.retriever().rank(
                 user=self.deps.user, query=query, query_vector=vector, now=now or self.deps.now(),
                 limit=limit, tool=tool, entities=entities, topics=topics, objective_type=objective_type,
-                fusion=self.fusion_weights() if self.deps.settings.fusion_learning else None,
+                fusion=self.fusion_weights() if self.deps.settings.fusion_learning else None, aside=aside,
             )
 
     # --- learned fusion (graphmem/retrieve/learned.py) ----------------------------------------
@@ -267,6 +279,47 @@ class RetrievalService:
             Hit(id=s.learning.id, kind="learning", node=s.learning, score=float(s.score), reasons=list(s.reasons))
             for s in scored
         ]
+
+
+class Aside:
+    """One helper thread that runs a callable while the caller does something else (context()
+    embeds the query meanwhile: torch releases the GIL inside its operators).
+
+    ``submit`` returns None when the thread is busy with another call's work (concurrent
+    context() calls on one Memory) or after ``close``: the caller then runs the work itself, so
+    a call never waits behind another. The thread is started on first use.
+    """
+
+    def __init__(self) -> None:
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._free = threading.Lock()  # held while the thread runs a call's work
+        self._guard = threading.Lock()
+        self._closed = False
+
+    def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any] | None:
+        """``fn`` started in the helper thread, or None (run it yourself)."""
+        if self._closed or not self._free.acquire(blocking=False):
+            return None
+        try:
+            with self._guard:
+                if self._closed:
+                    raise RuntimeError("closed")
+                if self._pool is None:
+                    self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="graphmem-context")
+                future = self._pool.submit(fn)
+        except RuntimeError:  # closed meanwhile (or the interpreter is shutting down)
+            self._free.release()
+            return None
+        future.add_done_callback(lambda _f: self._free.release())
+        return future
+
+    def close(self) -> None:
+        """Stop the thread (after the work it runs); later ``submit`` calls return None."""
+        with self._guard:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 def _real(hits: list[Hit]) -> list[Hit]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from graphmem.store import ann as ann_mod
 
 STORAGES = ("auto", "float32", "int8")
 _CHUNK = 65_536  # rows quantised at a time (bounds the temporary float32 copies)
+BLOCK_CACHE_BYTES = 256 << 20  # gathered row blocks kept at most (ScanMatrix.cosine_block)
 
 _TORCH: list[Any] = []
 
@@ -156,6 +158,11 @@ class ScanMatrix:
         self._ann_lock = threading.RLock()
         self._ann_changes = 0  # index writes since it was last saved
         self._previous: ann_mod.AnnIndex | None = None  # a ready index kept across a reload
+        self.version = 0  # bumped by every change of the rows (the gathered blocks check it)
+        # key → (version, rows, codes or float32 rows, scales): see cosine_block
+        self._blocks: dict[Hashable, tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.block_cache_bytes = BLOCK_CACHE_BYTES
+        self._blocks_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -191,10 +198,17 @@ class ScanMatrix:
         self._maybe_quantise()
         return True
 
+    def _changed(self) -> None:
+        """Rows were written, removed, moved or re-encoded: the gathered blocks are stale."""
+        self.version += 1
+        if self._blocks:
+            self._blocks = {}
+
     def _maybe_quantise(self) -> None:
         n = len(self.ids)
         if self.quantised or not self._want_int8(n):
             return
+        self._changed()
         cap = max(16, self._m.shape[0])
         codes = np.zeros((cap, self.dim), dtype=np.int8)
         scale = np.ones(cap, dtype=np.float32)
@@ -231,6 +245,7 @@ class ScanMatrix:
 
     def put(self, ident: str, vector: np.ndarray) -> int:
         """Insert or replace the vector of ``ident``; returns its row."""
+        self._changed()
         row = self.rows.get(ident)
         if row is None:
             row = len(self.ids)
@@ -258,6 +273,7 @@ class ScanMatrix:
             self.ensure_ann()
 
     def _bulk_load(self, ids: list[str], vectors: np.ndarray) -> None:
+        self._changed()
         self.ids = list(ids)
         self.rows = {ident: i for i, ident in enumerate(self.ids)}
         n = len(self.ids)
@@ -283,6 +299,7 @@ class ScanMatrix:
         chunk by chunk in :meth:`append_loaded` and no float32 copy of the whole matrix exists.
         Untouched capacity costs no resident memory (zeroed pages are mapped on first write)."""
         self._begin_reload()
+        self._changed()
         self.ids, self.rows = [], {}
         cap = max(16, int(expected_rows))
         dtype = np.int8 if self._want_int8(int(expected_rows)) else np.float32
@@ -295,6 +312,7 @@ class ScanMatrix:
         n0, n1 = len(self.ids), len(self.ids) + len(ids)
         if n1 == n0:
             return
+        self._changed()
         self._grow(n1)
         for start in range(0, n1 - n0, _CHUNK):
             stop = min(n1 - n0, start + _CHUNK)
@@ -333,6 +351,7 @@ class ScanMatrix:
         row = self.rows.pop(ident, None)
         if row is None:
             return None
+        self._changed()
         last = len(self.ids) - 1
         if row != last:
             moved = self.ids[last]
@@ -360,23 +379,42 @@ class ScanMatrix:
         n = len(self.ids)
         if n == 0 or (rows is not None and len(rows) == 0):
             return np.zeros(0 if rows is None else len(rows), dtype=np.float32)
-        target = self._m[:n] if rows is None else self._m[np.asarray(rows, dtype=np.int64)]
-        q = unit_rows(query)
-        if not self.quantised:
-            return np.asarray(np.einsum("ij,j->i", target, np.ascontiguousarray(q[0])), dtype=np.float32)
-        torch = _torch()
-        q_codes, q_scale = quantise(q)
-        scale = self._scale[:n] if rows is None else self._scale[np.asarray(rows, dtype=np.int64)]
-        dots: np.ndarray | None = None
-        if torch is not None and hasattr(torch, "_int_mm"):
-            try:
-                col = torch.from_numpy(np.ascontiguousarray(q_codes.T))
-                dots = torch._int_mm(torch.from_numpy(np.ascontiguousarray(target)), col)[:, 0].numpy()
-            except RuntimeError:
-                dots = None
-        if dots is None:
-            dots = target.astype(np.int32) @ q_codes[0].astype(np.int32)
-        return dots.astype(np.float32) * scale * q_scale[0]
+        if rows is None:
+            return _scores(query, self._m[:n], self._scale[:n])
+        idx = np.asarray(rows, dtype=np.int64)
+        return _scores(query, self._m[idx], self._scale[idx])
+
+    def cosine_block(self, query: np.ndarray, rows: np.ndarray, key: Hashable) -> np.ndarray:
+        """``cosine(query, rows)``, the same values, with the rows gathered once into a
+        contiguous block kept under ``key`` until the rows change or another ``rows`` comes with
+        that key.
+
+        For the rows a user may see (their own and the shared learnings), scanned before each
+        context(): gathering them from the whole matrix cost more than scoring them (at 100k
+        int8 rows, 21 % of them a user's: ~1.1 ms to gather, ~0.8 ms to score the block, ~2.8 ms
+        to score the gathered copy). Blocks are kept up to ``block_cache_bytes`` in all (the
+        oldest dropped first); any write to the rows drops them.
+        """
+        idx = np.asarray(rows, dtype=np.int64)
+        if len(self.ids) == 0 or idx.size == 0:
+            return np.zeros(idx.size, dtype=np.float32)
+        blocks, version = self._blocks, self.version
+        entry = blocks.get(key)
+        if entry is None or entry[0] != version or not np.array_equal(entry[1], idx):
+            entry = (version, idx.copy(), self._m[idx], self._scale[idx])
+            size = entry[2].nbytes + entry[3].nbytes + entry[1].nbytes
+            if size <= self.block_cache_bytes:
+                with self._blocks_lock:
+                    if blocks is self._blocks and version == self.version:
+                        blocks.pop(key, None)
+                        used = sum(b[1].nbytes + b[2].nbytes + b[3].nbytes for b in blocks.values())
+                        for old in list(blocks):
+                            if used + size <= self.block_cache_bytes:
+                                break
+                            gone = blocks.pop(old)
+                            used -= gone[1].nbytes + gone[2].nbytes + gone[3].nbytes
+                        blocks[key] = entry
+        return _scores(query, entry[2], entry[3])
 
     # --- the approximate index (graphmem/store/ann.py) ---------------------------------------
     def _want_ann(self, n: int) -> bool:
@@ -566,6 +604,26 @@ class ScanMatrix:
         if rows.size < want:
             return None
         return rows
+
+
+def _scores(query: np.ndarray, target: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Cosine of the (unnormalised) query to the unit rows ``target``: float32 rows, or int8
+    codes with their per-row ``scale`` (see :meth:`ScanMatrix.cosine`)."""
+    q = unit_rows(query)
+    if target.dtype != np.int8:
+        return np.asarray(np.einsum("ij,j->i", target, np.ascontiguousarray(q[0])), dtype=np.float32)
+    torch = _torch()
+    q_codes, q_scale = quantise(q)
+    dots: np.ndarray | None = None
+    if torch is not None and hasattr(torch, "_int_mm"):
+        try:
+            col = torch.from_numpy(np.ascontiguousarray(q_codes.T))
+            dots = torch._int_mm(torch.from_numpy(np.ascontiguousarray(target)), col)[:, 0].numpy()
+        except RuntimeError:
+            dots = None
+    if dots is None:
+        dots = target.astype(np.int32) @ q_codes[0].astype(np.int32)
+    return dots.astype(np.float32) * scale * q_scale[0]
 
 
 class LazyCosine:
