@@ -343,6 +343,7 @@ class ScanMatrix:
                 self._m = np.zeros((16, self.dim), dtype=np.float32)
                 self._scale = np.ones(16, dtype=np.float32)
             self._maybe_quantise()
+            self._changed()
         finally:
             self.ensure_ann()
 
