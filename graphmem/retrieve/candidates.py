@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from graphmem.config import Settings
-from graphmem.store.anchors import AnchorIndex
+from graphmem.store.anchors import AnchorIndex, members
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE, LearningCatalog
 from graphmem.store.text import search_text
 from graphmem.store.vectors import LazyCosine
@@ -72,6 +73,7 @@ def eligible_mask(
     The user's own learnings plus shared ones; status active, or canary when a draw from
     ``rng`` falls under its canary_allocation (seed 000); never shadow, candidate or disabled;
     tier not archive; not superseded; not past its TTL (expires_at > now).
+    (:class:`Eligibility` gives the same mask from per-user rows kept between calls.)
     """
     n = len(catalog)
     if n == 0:
@@ -88,6 +90,120 @@ def eligible_mask(
         draws = rng.random(canary.size)
         live[canary[draws < catalog.col("canary_allocation")[canary]]] = True
     return mask & live
+
+
+class _UserRows:
+    """One user's standing eligibility: rows live whatever the clock and the draws say (own or
+    shared, active, not archived, not superseded), the canary rows in id order, and the rows of
+    either kind that carry a TTL (checked against the clock per call)."""
+
+    __slots__ = ("canary", "canary_rows", "expiring", "key", "live", "n", "version")
+
+    def __init__(self) -> None:
+        self.key: tuple[object, ...] = ()
+        self.version = -1
+        self.n = 0
+        self.live = np.zeros(0, dtype=bool)
+        self.canary = np.zeros(0, dtype=bool)
+        self.canary_rows = np.zeros(0, dtype=np.int64)  # in id order
+        self.expiring = np.zeros(0, dtype=np.int64)
+
+
+class Eligibility:
+    """:func:`eligible_mask` from per-user rows kept between calls and patched after writes.
+
+    The per-user part (owner or shared, status, tier, superseded, which rows have a TTL) is
+    computed once per user and then patched with the rows the catalog logs as written
+    (``LearningCatalog.written_since``); it is rebuilt only when rows moved or were reloaded
+    (a delete, an open) or the log no longer reaches back. A call then costs one copy of the
+    boolean row mask, the TTL check of the few rows that have one, and the canary draws (the
+    same draws, in the same id order, as :func:`eligible_mask`, so a seeded Memory makes the
+    same choices). At 1M learnings recomputing the mask cost ~28 ms per call.
+    """
+
+    MAX_USERS = 64  # users kept at most (all dropped past it)
+
+    def __init__(self) -> None:
+        self._users: dict[str, _UserRows] = {}
+        self._lock = threading.Lock()  # Memories of several users may share a Retriever's state
+
+    def mask(self, catalog: LearningCatalog, user: str, now_ts: float, rng: np.random.Generator) -> np.ndarray:
+        """The rows ``user`` may be shown now (a fresh array the caller may keep)."""
+        n = len(catalog)
+        if n == 0:
+            return np.zeros(0, dtype=bool)
+        with self._lock:
+            state = self._state(catalog, user)
+            mask = state.live[:n].copy()
+            canary, expiring = state.canary_rows, state.expiring
+        if expiring.size:
+            expires = catalog.col("expires_at")
+            gone = expiring[~(expires[expiring] > now_ts)]
+            if gone.size:
+                mask[gone] = False
+                if canary.size:
+                    canary = canary[expires[canary] > now_ts]
+        if canary.size:
+            draws = rng.random(canary.size)
+            mask[canary[draws < catalog.col("canary_allocation")[canary]]] = True
+        return mask
+
+    def _state(self, catalog: LearningCatalog, user: str) -> _UserRows:
+        key = (id(catalog), id(catalog.user), catalog.layout)
+        state = self._users.get(user)
+        if state is not None and state.key == key:
+            if state.version == catalog.version:
+                return state
+            written = catalog.written_since(state.version)
+            if written is not None and len(written) <= max(64, len(catalog) // 8):
+                self._patch(state, catalog, user, np.unique(np.asarray(written, dtype=np.int64)))
+                return state
+        if state is None and len(self._users) >= self.MAX_USERS:
+            self._users = {}
+        state = _UserRows()
+        state.key = key
+        n = len(catalog)
+        own = np.fromiter((u == user for u in catalog.user[:n]), dtype=bool, count=n)
+        state.live, state.canary = self._flags(catalog, own, slice(0, n))
+        state.n, state.version = n, catalog.version
+        self._derive(state, catalog)
+        self._users[user] = state
+        return state
+
+    @staticmethod
+    def _flags(catalog: LearningCatalog, own: np.ndarray, rows: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        base = own | (catalog.col("shared")[rows] > 0)
+        base &= catalog.col("tier")[rows] != _ARCHIVE
+        base &= catalog.col("superseded")[rows] == 0
+        status = catalog.col("status")[rows]
+        return base & (status == _ACTIVE), base & (status == _CANARY)
+
+    def _patch(self, state: _UserRows, catalog: LearningCatalog, user: str, rows: np.ndarray) -> None:
+        n = len(catalog)
+        if n > state.live.size:  # appended rows: grow by doubling, not per row
+            size = max(n, 2 * state.live.size)
+            for name in ("live", "canary"):
+                grown = np.zeros(size, dtype=bool)
+                old = getattr(state, name)
+                grown[: old.size] = old
+                setattr(state, name, grown)
+        rows = rows[rows < n]
+        was_canary = state.canary[rows].copy()
+        own = np.fromiter((catalog.user[r] == user for r in rows.tolist()), dtype=bool, count=rows.size)
+        live, canary = self._flags(catalog, own, rows)
+        state.live[rows], state.canary[rows] = live, canary
+        state.n, state.version = n, catalog.version
+        finite = ~(catalog.col("expires_at")[rows] == np.inf)
+        if was_canary.any() or canary.any() or finite.any() or state.expiring.size:
+            self._derive(state, catalog)
+
+    @staticmethod
+    def _derive(state: _UserRows, catalog: LearningCatalog) -> None:
+        n = state.n
+        canary = np.flatnonzero(state.canary[:n])
+        state.canary_rows = _in_id_order(catalog, canary) if canary.size else canary
+        either = state.live[:n] | state.canary[:n]
+        state.expiring = np.flatnonzero(either & ~(catalog.col("expires_at") == np.inf))
 
 
 def _in_id_order(catalog: LearningCatalog, rows: np.ndarray) -> np.ndarray:
@@ -198,6 +314,67 @@ class GraphHit:
     paths: list[str] = field(default_factory=list)
 
 
+class _Keys:
+    """How the graph stage reads each row's order key: the query's cosine (a full array, or the
+    lazy cosines of an HNSW search, of which the search's own candidates are known for free), or
+    the online score when there is no query vector."""
+
+    def __init__(self, catalog: LearningCatalog, sims: np.ndarray | None, mask: np.ndarray) -> None:
+        self.mask = mask
+        self.score = catalog.col("score")
+        self.sims = sims
+        self.full: np.ndarray | None = sims if isinstance(sims, np.ndarray) else None
+        self.known = np.zeros(0, dtype=np.int64)
+        if sims is None:
+            self.full = self.score
+        elif self.full is None:
+            known = getattr(sims, "known_rows", None)
+            if callable(known):
+                found = np.unique(np.asarray(known(), dtype=np.int64))  # ascending
+                self.known = found[mask[found]]
+
+    def key(self, rows: np.ndarray) -> np.ndarray:
+        """The order key (cosine, or score without a query vector) of ``rows``."""
+        if self.sims is None:
+            return np.asarray(self.score[rows])
+        return np.asarray(self.sims[rows], dtype=np.float64)
+
+    def cos(self, rows: np.ndarray) -> np.ndarray:
+        """The cosine of ``rows`` (zeros without a query vector)."""
+        if self.sims is None:
+            return np.zeros(rows.size)
+        return np.asarray(self.sims[rows], dtype=np.float64)
+
+    def reach(self, rows: np.ndarray, limit: int) -> np.ndarray:
+        """The eligible rows among an anchor's ``rows`` (ascending), at most ``limit`` of them
+        (0: all): the best by the order key. With lazy cosines the rows the vector search scored
+        come first (nothing outside them is closer to the query), then the newest eligible rows
+        (the highest row numbers, written last) fill the rest, so the cost follows ``limit`` and
+        never the anchor's degree."""
+        if limit <= 0 or rows.size <= limit:
+            return rows[self.mask[rows]]
+        if self.full is not None:  # every key at hand: the exact best ``limit``
+            eligible = rows[self.mask[rows]]
+            if eligible.size <= limit:
+                return eligible
+            return eligible[np.argpartition(-self.full[eligible], limit - 1)[:limit]]
+        found = self.known[members(rows, self.known)] if self.known.size else self.known  # ascending
+        if found.size >= limit:
+            return found[np.argpartition(-self.key(found), limit - 1)[:limit]]
+        parts, have, end = [found], found.size, rows.size
+        step = max(256, 4 * (limit - have))
+        while have < limit and end > 0:
+            chunk = rows[max(0, end - step) : end][::-1]
+            end -= step
+            chunk = chunk[self.mask[chunk]]
+            if found.size and chunk.size:
+                chunk = chunk[~members(found, chunk)]
+            chunk = chunk[: limit - have]
+            parts.append(chunk)
+            have += chunk.size
+        return np.concatenate(parts)
+
+
 def graph_candidates(
     store: RetrievalStore,
     catalog: LearningCatalog,
@@ -220,59 +397,98 @@ def graph_candidates(
     ``user``: the second hop travels only over co-occurrences counted by that user's own
     learnings and the shared ones (never over another user's private associations).
 
-    Runs over the catalog's in-memory mirror of the edges (graphmem/store/anchors.py), fully
-    vectorised; explanations are built only for the rows kept: the best
-    ``graph_anchor_cap`` by weight, cosine and online score, plus any reached row in ``pool``
-    (ids the other signals found), so those still get the graph's support.
+    Runs over the catalog's in-memory mirror of the edges (graphmem/store/anchors.py) on index
+    arrays of the rows reached, never on arrays of every row: each anchor (and each neighbour)
+    reaches at most ``graph_max_reached`` eligible rows, its best by cosine (with an HNSW search,
+    the rows it scored, then the newest), so a hub linked to most of a million learnings costs
+    what a small anchor does; below that cap every eligible row is reached, exactly as without
+    it. A reached row's weight counts every anchor it links to (binary searches in the anchors'
+    sorted rows). Explanations are built only for the rows kept: the best ``graph_anchor_cap``
+    by weight, cosine and online score, plus any reached row in ``pool`` (ids the other signals
+    found), so those still get the graph's support.
     """
     index = catalog.anchors
     n = len(catalog)
     if n == 0:
         return {}
-    weight = np.zeros(n, dtype=np.float64)
     first: list[tuple[str, str]] = [
         (kind, name) for kind, names in anchors.items() for name in names if kind in ("tool", "entity", "topic", "objective_type")
     ]
-    for anchor in first:
-        rows = index.rows_of(anchor)
-        if rows.size:
-            weight[rows] += 1.0
+    keys = _Keys(catalog, sims, mask)
+    limit = max(0, settings.graph_max_reached)
+    first_rows = [index.rows_of(a) for a in first]
+    parts = [keys.reach(rows, limit) for rows in first_rows]
     cap = settings.graph_fanout_cap
     decay = settings.graph_hop_decay
     second: list[tuple[tuple[str, str], tuple[str, str], np.ndarray]] = []
     related = [a for a in first if a[0] in ("entity", "topic")]
     if decay > 0 and cap > 0 and related:
         width = min(cap, settings.graph_second_hop_neighbours)
-        order_key = sims if sims is not None else catalog.col("score")
-        hop2 = np.zeros(n, dtype=np.float64)
         for neighbour, via, _w in index.neighbours(related, width, user):
-            rows = index.rows_of(neighbour)
-            rows = rows[mask[rows]]
+            rows = keys.reach(index.rows_of(neighbour), max(limit, cap) if limit else 0)
             if rows.size > cap:
-                rows = rows[np.argpartition(-order_key[rows], cap - 1)[:cap]]
+                rows = rows[np.argpartition(-keys.key(rows), cap - 1)[:cap]]
             if rows.size:
-                hop2[rows] += decay
+                rows = np.sort(rows)
                 second.append((neighbour, via, rows))
+                parts.append(rows)
+    id_rows = catalog.vectors.rows
+    pooled = np.fromiter((r for r in (id_rows.get(i) for i in pool) if r is not None), dtype=np.int64)
+    if pooled.size:
+        parts.append(pooled[mask[pooled]])
+    reached = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+    if reached.size == 0:
+        return {}
+    weight = np.zeros(reached.size, dtype=np.float64)
+    for rows in first_rows:
+        weight += members(rows, reached)
+    if second:
+        hop2 = np.zeros(reached.size, dtype=np.float64)
+        for _nb, _via, rows in second:
+            hop2 += members(rows, reached)
+        hop2 *= decay
         # With graph_second_hop_max a row counts its best two-hop path once: a learning linked to
         # many of an anchor's neighbours is central to the anchor's cluster, not closer to the query.
         weight += np.minimum(hop2, decay) if settings.graph_second_hop_max else hop2
-    weight[~mask] = 0.0
-    reached = np.flatnonzero(weight)
-    if reached.size == 0:
-        return {}
+    hit = weight > 0
+    reached, weight = reached[hit], weight[hit]
     keep_n = max(settings.graph_anchor_cap, settings.candidates_per_source)
     if reached.size > keep_n:
-        cos = sims[reached] if sims is not None else np.zeros(reached.size)
-        order = np.lexsort((-catalog.col("score")[reached], -cos, -weight[reached]))
-        kept = np.zeros(n, dtype=bool)
-        kept[reached[order[:keep_n]]] = True
-        id_rows = catalog.vectors.rows
-        extra = [r for r in (id_rows.get(i) for i in pool) if r is not None and weight[r] > 0]
-        if extra:
-            kept[extra] = True
-    else:
-        kept = weight > 0  # every reached row (weight is 0 outside ``mask``)
-    return GraphHits(index, first, second, linked, kept, weight, decay)
+        kept = _best_rows(reached, weight, keep_n, keys, limit)
+        if pooled.size:
+            kept |= members(np.unique(pooled), reached)
+        reached, weight = reached[kept], weight[kept]
+    return GraphHits(index, first, second, linked, reached, weight, decay)
+
+
+def _best_rows(rows: np.ndarray, weight: np.ndarray, k: int, keys: _Keys, limit: int) -> np.ndarray:
+    """True at the best ``k`` of ``rows`` by weight, then cosine, then online score, then row.
+
+    Cosines are read only in the weight class the cut falls in (every heavier row is kept);
+    with lazy cosines at most ``limit`` of that class are scored (the rows the vector search
+    scored first, then the newest), so a large class of equal weights costs ``limit`` cosines.
+    """
+    kept = np.zeros(rows.size, dtype=bool)
+    levels = np.unique(weight)[::-1]
+    above = 0
+    for level in levels:
+        at = np.flatnonzero(weight == level)
+        if above + at.size <= k:
+            kept[at] = True
+            above += at.size
+            if above == k:
+                break
+            continue
+        need = k - above
+        if limit > 0 and keys.full is None and keys.sims is not None and at.size > limit:
+            known = members(keys.known, rows[at]) if keys.known.size else np.zeros(at.size, dtype=bool)
+            rest = np.flatnonzero(~known)[::-1][: max(0, limit - int(known.sum()))]
+            at = np.sort(np.concatenate([at[known], at[rest]]))
+        cand = rows[at]
+        order = np.lexsort((cand, -keys.score[cand], -keys.cos(cand)))[:need]
+        kept[at[order]] = True
+        break
+    return kept
 
 
 class GraphHits(Mapping[int, GraphHit]):
@@ -282,23 +498,21 @@ class GraphHits(Mapping[int, GraphHit]):
     few rows it explains only, so the per-row objects and path strings are made on demand (they
     cost ~2-3 ms per context() at 10k learnings when built for every reached row). A hit's
     weight and paths are the same as crediting each path once per row in order: the one-hop
-    anchors first, then the second hops.
+    anchors first, then the second hops. ``rows`` are ascending, ``weights`` aligned with them.
     """
 
     def __init__(
         self, index: AnchorIndex, first: list[tuple[str, str]],
         second: list[tuple[tuple[str, str], tuple[str, str], np.ndarray]], linked: frozenset[tuple[str, str]],
-        kept: np.ndarray, weight: np.ndarray, decay: float,
+        rows: np.ndarray, weights: np.ndarray, decay: float,
     ) -> None:
         self._index = index
         self._first = first
         self._second = second
         self._linked = linked
-        self._kept = kept
         self._decay = decay
-        self._weight = weight
-        self.rows = np.flatnonzero(kept & (weight > 0))
-        self.weights = weight[self.rows]
+        self.rows = rows
+        self.weights = weights
         self._made: dict[int, GraphHit] = {}
 
     def __len__(self) -> int:
@@ -307,28 +521,33 @@ class GraphHits(Mapping[int, GraphHit]):
     def __iter__(self) -> Iterator[int]:
         return iter(self.rows.tolist())
 
+    def _position(self, row: object) -> int:
+        if not isinstance(row, (int, np.integer)) or self.rows.size == 0:
+            return -1
+        i = int(np.searchsorted(self.rows, int(row)))
+        return i if i < self.rows.size and int(self.rows[i]) == int(row) else -1
+
     def __contains__(self, row: object) -> bool:
-        if not isinstance(row, (int, np.integer)) or not 0 <= int(row) < self._kept.shape[0]:
-            return False
-        return bool(self._kept[int(row)]) and bool(np.any(self.rows == int(row)))
+        return self._position(row) >= 0
 
     def __getitem__(self, row: int) -> GraphHit:
         made = self._made.get(int(row))
         if made is not None:
             return made
-        if row not in self:
+        pos = self._position(row)
+        if pos < 0:
             raise KeyError(row)
+        one = np.asarray([int(row)], dtype=np.int64)
         hit = GraphHit()
         for anchor in self._first:
-            members = self._index.rows_of(anchor)
-            if members.size and bool(np.any(members == row)):
+            if members(self._index.rows_of(anchor), one)[0]:
                 kind, name = anchor
                 suffix = " (named in query)" if anchor in self._linked else ""
                 _add_paths_one(hit, f"via {kind.replace('_', ' ')} {name}{suffix}", 1.0)
         for (nkind, nname), (vkind, vname), rows in self._second:
-            if bool(np.any(rows == row)):
+            if members(rows, one)[0]:
                 _add_paths_one(hit, f"2 hops via {vkind} {vname} → {nkind} {nname}", self._decay)
-        hit.weight = float(self._weight[int(row)])  # the ranked weight (second hops may count once)
+        hit.weight = float(self.weights[pos])  # the ranked weight (second hops may count once)
         self._made[int(row)] = hit
         return hit
 

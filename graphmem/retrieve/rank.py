@@ -15,11 +15,11 @@ import numpy as np
 
 from graphmem.config import Settings
 from graphmem.retrieve.candidates import (
+    Eligibility,
     GraphHit,
     GraphHits,
     NameIndex,
     UserColumn,
-    eligible_mask,
     fulltext_candidates,
     graph_candidates,
     vector_candidates,
@@ -54,6 +54,7 @@ class Retriever:
         self.settings = settings
         self.names = NameIndex()
         self.users = UserColumn()
+        self.eligible = Eligibility()  # per-user eligible rows, patched after writes
         self.rng = np.random.default_rng(settings.random_seed)
         self.timings_ms: dict[str, float] = {}
 
@@ -93,7 +94,7 @@ class Retriever:
             t = now_t
 
         now_ts = _ts(now)
-        mask = eligible_mask(catalog, self.users.mask(catalog, user), now_ts, self.rng)
+        mask = self.eligible.mask(catalog, user, now_ts, self.rng)
         lap("filter")
         anchors: dict[str, list[str]] = {
             "tool": [tool] if tool else [],
