@@ -325,6 +325,7 @@ class _Keys:
         self.sims = sims
         self.full: np.ndarray | None = sims if isinstance(sims, np.ndarray) else None
         self.known = np.zeros(0, dtype=np.int64)
+        self.share: float | None = None  # eligible share of all rows, counted when needed
         if sims is None:
             self.full = self.score
         elif self.full is None:
@@ -345,11 +346,12 @@ class _Keys:
             return np.zeros(rows.size)
         return np.asarray(self.sims[rows], dtype=np.float64)
 
-    def reach(self, rows: np.ndarray, limit: int) -> np.ndarray:
+    def reach(self, rows: np.ndarray, limit: int, fill: bool = True) -> np.ndarray:
         """The eligible rows among an anchor's ``rows`` (ascending), at most ``limit`` of them
         (0: all): the best by the order key. With lazy cosines the rows the vector search scored
-        come first (nothing outside them is closer to the query), then the newest eligible rows
-        (the highest row numbers, written last) fill the rest, so the cost follows ``limit`` and
+        come first (nothing outside them is closer to the query), then, with ``fill``, the
+        newest eligible rows (the highest row numbers, written last) up to ``limit`` (their
+        cosines are computed later only where they decide), so the cost follows ``limit`` and
         never the anchor's degree."""
         if limit <= 0 or rows.size <= limit:
             return rows[self.mask[rows]]
@@ -361,6 +363,8 @@ class _Keys:
         found = self.known[members(rows, self.known)] if self.known.size else self.known  # ascending
         if found.size >= limit:
             return found[np.argpartition(-self.key(found), limit - 1)[:limit]]
+        if not fill:
+            return found
         parts, have, end = [found], found.size, rows.size
         step = max(256, 4 * (limit - have))
         while have < limit and end > 0:
@@ -385,6 +389,7 @@ def graph_candidates(
     pool: Sequence[str] = (),
     sims: np.ndarray | None = None,
     user: str | None = None,
+    pool_rows: np.ndarray | None = None,
 ) -> Mapping[int, GraphHit]:
     """Eligible rows reachable from the anchors, with path weights and readable paths.
 
@@ -405,7 +410,7 @@ def graph_candidates(
     it. A reached row's weight counts every anchor it links to (binary searches in the anchors'
     sorted rows). Explanations are built only for the rows kept: the best ``graph_anchor_cap``
     by weight, cosine and online score, plus any reached row in ``pool`` (ids the other signals
-    found), so those still get the graph's support.
+    found; or their rows, ``pool_rows``), so those still get the graph's support.
     """
     index = catalog.anchors
     n = len(catalog)
@@ -424,8 +429,12 @@ def graph_candidates(
     related = [a for a in first if a[0] in ("entity", "topic")]
     if decay > 0 and cap > 0 and related:
         width = min(cap, settings.graph_second_hop_neighbours)
+        reached1 = np.unique(np.concatenate(parts)) if parts and keys.full is None else None
         for neighbour, via, _w in index.neighbours(related, width, user):
-            rows = keys.reach(index.rows_of(neighbour), max(limit, cap) if limit else 0)
+            nb_rows = index.rows_of(neighbour)
+            rows = keys.reach(nb_rows, max(limit, cap) if limit else 0, fill=False)
+            if reached1 is not None and limit and nb_rows.size > max(limit, cap) and rows.size < cap:
+                rows = np.union1d(rows, _likely_best(keys, nb_rows, rows, reached1, cap - rows.size))
             if rows.size > cap:
                 rows = rows[np.argpartition(-keys.key(rows), cap - 1)[:cap]]
             if rows.size:
@@ -434,6 +443,8 @@ def graph_candidates(
                 parts.append(rows)
     id_rows = catalog.vectors.rows
     pooled = np.fromiter((r for r in (id_rows.get(i) for i in pool) if r is not None), dtype=np.int64)
+    if pool_rows is not None:
+        pooled = np.concatenate([pooled, np.asarray(pool_rows, dtype=np.int64)])
     if pooled.size:
         parts.append(pooled[mask[pooled]])
     reached = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
@@ -459,6 +470,26 @@ def graph_candidates(
             kept |= members(np.unique(pooled), reached)
         reached, weight = reached[kept], weight[kept]
     return GraphHits(index, first, second, linked, reached, weight, decay)
+
+
+def _likely_best(keys: _Keys, nb_rows: np.ndarray, found: np.ndarray, reached: np.ndarray, need: int) -> np.ndarray:
+    """For a hub neighbour with lazy cosines whose rows among the vector search's (``found``)
+    are fewer than the cap: of the ``need`` closest rows still missing, the share expected among
+    the rows the first hop ``reached`` (as many as they are of the neighbour's eligible rows),
+    taken as the closest of them. So a first-hop row gets the decay about as often as when every
+    cosine of the hub is computed, for the cosines of the reached rows only."""
+    mine = reached[members(nb_rows, reached)]
+    if found.size and mine.size:
+        mine = mine[~members(found, mine)]
+    if mine.size == 0 or need <= 0:
+        return mine
+    if keys.share is None:
+        keys.share = float(np.count_nonzero(keys.mask)) / max(1, keys.mask.size)
+    expected = max(1.0, nb_rows.size * keys.share - found.size)
+    take = min(int(mine.size), round(need * min(1.0, mine.size / expected)))
+    if take <= 0:
+        return mine[:0]
+    return mine[np.argpartition(-keys.key(mine), take - 1)[:take]] if take < mine.size else mine
 
 
 def _best_rows(rows: np.ndarray, weight: np.ndarray, k: int, keys: _Keys, limit: int) -> np.ndarray:

@@ -122,8 +122,8 @@ class Retriever:
         lap("vector")
         hits: Mapping[int, GraphHit] = {}
         if any(anchors.values()):
-            pool = [catalog.ids[r] for r in vec_rows] + [catalog.ids[r] for r, _ in ft]
-            hits = graph_candidates(store, catalog, anchors, mask, s, frozenset(linked), pool, sims, user)
+            pool = np.asarray(vec_rows + [r for r, _ in ft], dtype=np.int64)  # rows the other signals found
+            hits = graph_candidates(store, catalog, anchors, mask, s, frozenset(linked), (), sims, user, pool)
         graph_rows = _order_graph(hits, sims, catalog.col("score"), n)
         lap("graph")
 
