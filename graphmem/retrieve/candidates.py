@@ -334,6 +334,13 @@ class _Keys:
                 found = np.unique(np.asarray(known(), dtype=np.int64))  # ascending
                 self.known = found[mask[found]]
 
+    def warm(self, groups: list[np.ndarray]) -> None:
+        """Score the rows of ``groups`` in one call (lazy cosines only; a no-op otherwise)."""
+        if self.full is None and self.sims is not None:
+            rows = [g for g in groups if g.size]
+            if rows:
+                self.sims[np.unique(np.concatenate(rows))]
+
     def key(self, rows: np.ndarray) -> np.ndarray:
         """The order key (cosine, or score without a query vector) of ``rows``."""
         if self.sims is None:
@@ -430,11 +437,21 @@ def graph_candidates(
     if decay > 0 and cap > 0 and related:
         width = min(cap, settings.graph_second_hop_neighbours)
         reached1 = np.unique(np.concatenate(parts)) if parts and keys.full is None else None
+        chosen: list[tuple[tuple[str, str], tuple[str, str], np.ndarray, np.ndarray, int]] = []
         for neighbour, via, _w in index.neighbours(related, width, user):
             nb_rows = index.rows_of(neighbour)
             rows = keys.reach(nb_rows, max(limit, cap) if limit else 0, fill=False)
+            extra, take = rows[:0], 0
             if reached1 is not None and limit and nb_rows.size > max(limit, cap) and rows.size < cap:
-                rows = np.union1d(rows, _likely_best(keys, nb_rows, rows, reached1, cap - rows.size))
+                extra, take = _first_hop_share(keys, nb_rows, rows, reached1, cap - rows.size)
+            chosen.append((neighbour, via, rows, extra, take))
+        # lazy cosines: every row the choices below read is scored in one call (each call of
+        # the int8 product has a fixed cost, which a busy machine multiplies)
+        keys.warm([rows for _n, _v, rows, _e, _t in chosen if rows.size > cap] + [e for *_r, e, t in chosen if t])
+        for neighbour, via, rows, extra, take in chosen:
+            if take:
+                best = extra if take >= extra.size else extra[np.argpartition(-keys.key(extra), take - 1)[:take]]
+                rows = np.union1d(rows, best)
             if rows.size > cap:
                 rows = rows[np.argpartition(-keys.key(rows), cap - 1)[:cap]]
             if rows.size:
@@ -472,24 +489,24 @@ def graph_candidates(
     return GraphHits(index, first, second, linked, reached, weight, decay)
 
 
-def _likely_best(keys: _Keys, nb_rows: np.ndarray, found: np.ndarray, reached: np.ndarray, need: int) -> np.ndarray:
+def _first_hop_share(
+    keys: _Keys, nb_rows: np.ndarray, found: np.ndarray, reached: np.ndarray, need: int,
+) -> tuple[np.ndarray, int]:
     """For a hub neighbour with lazy cosines whose rows among the vector search's (``found``)
-    are fewer than the cap: of the ``need`` closest rows still missing, the share expected among
-    the rows the first hop ``reached`` (as many as they are of the neighbour's eligible rows),
-    taken as the closest of them. So a first-hop row gets the decay about as often as when every
-    cosine of the hub is computed, for the cosines of the reached rows only."""
+    are fewer than the cap: the rows the first hop ``reached`` that link the neighbour, and how
+    many of the ``need`` closest rows still missing are expected among them (their share of the
+    neighbour's eligible rows). The closest that many of them get the decay: a first-hop row is
+    lifted about as often as when every cosine of the hub is computed, for the cosines of the
+    reached rows only."""
     mine = reached[members(nb_rows, reached)]
     if found.size and mine.size:
         mine = mine[~members(found, mine)]
     if mine.size == 0 or need <= 0:
-        return mine
+        return mine, 0
     if keys.share is None:
         keys.share = float(np.count_nonzero(keys.mask)) / max(1, keys.mask.size)
     expected = max(1.0, nb_rows.size * keys.share - found.size)
-    take = min(int(mine.size), round(need * min(1.0, mine.size / expected)))
-    if take <= 0:
-        return mine[:0]
-    return mine[np.argpartition(-keys.key(mine), take - 1)[:take]] if take < mine.size else mine
+    return mine, min(int(mine.size), round(need * min(1.0, mine.size / expected)))
 
 
 def _best_rows(rows: np.ndarray, weight: np.ndarray, k: int, keys: _Keys, limit: int) -> np.ndarray:
