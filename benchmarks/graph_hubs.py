@@ -10,6 +10,7 @@ stage (``graph_candidates`` + the graph list's order) with ``graph_max_reached``
 and at 0 (no cap), on the cosines an HNSW search would leave: the query's exact top 1,024 rows
 known, the rest computed on demand (:class:`~graphmem.store.vectors.LazyCosine`). It reports
 how many of the graph list's 50 rows the capped stage shares with the uncapped one.
+``--exact``: the cosines of every row at hand instead (what the exact scan leaves).
 ``--old DIR``: also time the graph and filter functions of another checkout (e.g. the code
 before the cap) on the same catalog and queries.
 """
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--size", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--known", type=int, default=1024, help="rows whose cosine the vector search leaves known")
+    ap.add_argument("--exact", action="store_true", help="cosines of every row at hand (the exact scan's array)")
     ap.add_argument("--old", type=Path, default=None, help="another checkout to time beside (its graph/filter code)")
     ap.add_argument("--json-out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -141,7 +143,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if old is not None:
             runs.append(("old", old.graph_candidates, base))
         for name, fn, s in runs:
-            sims = LazyCosine(catalog.vectors, query, found, cos[found])
+            sims = np.where(mask, cos, 0.0).astype(np.float32) if args.exact else LazyCosine(
+                catalog.vectors, query, found, cos[found])
             th = time.thread_time()
             kwargs = {"pool_rows": pool} if name != "old" else {}
             hits = fn(None, catalog, anchors, mask, s, frozenset(), [catalog.ids[r] for r in pool] if name == "old" else (),
@@ -150,7 +153,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             times.setdefault(f"graph_{name}", []).append((time.thread_time() - th) * 1e3)
             lists[name] = ranked
         overlap.append(len(set(lists["capped"]) & set(lists["uncapped"])) / max(1, len(lists["uncapped"])))
-    out = {"size": args.size, "queries": args.queries, "load_average": os.getloadavg(),
+    out = {"size": args.size, "queries": args.queries, "exact": args.exact, "load_average": os.getloadavg(),
            "p50_ms_cpu": {k: round(statistics.median(v), 3) for k, v in times.items()},
            "p95_ms_cpu": {k: round(float(np.percentile(v, 95)), 3) for k, v in times.items()},
            "graph_list_overlap_capped_vs_uncapped": round(float(np.mean(overlap)), 4)}

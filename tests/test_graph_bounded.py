@@ -102,6 +102,14 @@ def test_a_hub_reaches_its_best_rows_only(make_memory: Callable[..., Memory]) ->
     through_pair = sorted(both - set(found.tolist()) - set(newest))  # in the hub too: weight 1 + decay
     assert through_pair and [hits[r].weight for r in through_pair] == [1.0 + s.graph_hop_decay] * len(through_pair)
     assert int(lazy._known.sum()) <= found.size + cap  # cosines computed: bounded by the cap, not the hub
+    # a hub neighbour with lazy cosines lifts only rows the search scored or the first hop reached
+    lazy = LazyCosine(catalog.vectors, query, found, full[found])
+    hits = graph_candidates(mem.store, catalog, {"entity": ["Pair"]}, mask, s.model_copy(update={"graph_fanout_cap": 8}),
+                            sims=lazy)
+    assert isinstance(hits, GraphHits) and hits._second
+    for _nb, _via, rows in hits._second:
+        assert rows.size <= 8 and set(rows.tolist()) <= set(found.tolist()) | both
+    assert int(lazy._known.sum()) <= found.size + len(both)
     ranked = mem.context("passwords", entities=["Hub"], limit=5)
     assert ranked.learnings and all(any("via entity Hub" in r for r in i.reasons) for i in ranked.learnings)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -97,7 +97,7 @@ class _UserRows:
     shared, active, not archived, not superseded), the canary rows in id order, and the rows of
     either kind that carry a TTL (checked against the clock per call)."""
 
-    __slots__ = ("canary", "canary_rows", "expiring", "key", "live", "n", "version")
+    __slots__ = ("canary", "canary_rows", "expiring", "key", "live", "n", "version", "views")
 
     def __init__(self) -> None:
         self.key: tuple[object, ...] = ()
@@ -107,6 +107,8 @@ class _UserRows:
         self.canary = np.zeros(0, dtype=bool)
         self.canary_rows = np.zeros(0, dtype=np.int64)  # in id order
         self.expiring = np.zeros(0, dtype=np.int64)
+        # anchor → (the anchor's rows array it was cut from, the rows of it this user may see)
+        self.views: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
 
 
 class Eligibility:
@@ -147,6 +149,25 @@ class Eligibility:
             draws = rng.random(canary.size)
             mask[canary[draws < catalog.col("canary_allocation")[canary]]] = True
         return mask
+
+    MAX_VIEWS = 512  # anchors whose visible rows are kept per user (all dropped past it)
+
+    def view(self, catalog: LearningCatalog, user: str, anchor: tuple[str, str]) -> np.ndarray:
+        """The rows of ``anchor`` that ``user`` may ever be shown (own or shared, a live or
+        canary status, not archived or superseded), ascending; kept until the anchor's rows or
+        the user's rows change. The graph stage reads these instead of every linked row: another
+        user's learnings are most of a busy anchor's rows."""
+        rows = catalog.anchors.rows_of(anchor)
+        with self._lock:
+            state = self._state(catalog, user)
+            held = state.views.get(anchor)
+            if held is not None and held[0] is rows:
+                return held[1]
+            seen = rows[(state.live[: state.n] | state.canary[: state.n])[rows]] if rows.size else rows
+            if len(state.views) >= self.MAX_VIEWS:
+                state.views = {}
+            state.views[anchor] = (rows, seen)
+            return seen
 
     def _state(self, catalog: LearningCatalog, user: str) -> _UserRows:
         key = (id(catalog), id(catalog.user), catalog.layout)
@@ -193,6 +214,7 @@ class Eligibility:
         live, canary = self._flags(catalog, own, rows)
         state.live[rows], state.canary[rows] = live, canary
         state.n, state.version = n, catalog.version
+        state.views = {}
         finite = ~(catalog.col("expires_at")[rows] == np.inf)
         if was_canary.any() or canary.any() or finite.any() or state.expiring.size:
             self._derive(state, catalog)
@@ -397,6 +419,7 @@ def graph_candidates(
     sims: np.ndarray | None = None,
     user: str | None = None,
     pool_rows: np.ndarray | None = None,
+    rows_of: Callable[[tuple[str, str]], np.ndarray] | None = None,
 ) -> Mapping[int, GraphHit]:
     """Eligible rows reachable from the anchors, with path weights and readable paths.
 
@@ -417,7 +440,8 @@ def graph_candidates(
     it. A reached row's weight counts every anchor it links to (binary searches in the anchors'
     sorted rows). Explanations are built only for the rows kept: the best ``graph_anchor_cap``
     by weight, cosine and online score, plus any reached row in ``pool`` (ids the other signals
-    found; or their rows, ``pool_rows``), so those still get the graph's support.
+    found; or their rows, ``pool_rows``), so those still get the graph's support. ``rows_of``:
+    an anchor's rows the user may see (:meth:`Eligibility.view`; default: all its rows).
     """
     index = catalog.anchors
     n = len(catalog)
@@ -428,7 +452,8 @@ def graph_candidates(
     ]
     keys = _Keys(catalog, sims, mask)
     limit = max(0, settings.graph_max_reached)
-    first_rows = [index.rows_of(a) for a in first]
+    visible = rows_of or index.rows_of
+    first_rows = [visible(a) for a in first]
     parts = [keys.reach(rows, limit) for rows in first_rows]
     cap = settings.graph_fanout_cap
     decay = settings.graph_hop_decay
@@ -439,7 +464,7 @@ def graph_candidates(
         reached1 = np.unique(np.concatenate(parts)) if parts and keys.full is None else None
         chosen: list[tuple[tuple[str, str], tuple[str, str], np.ndarray, np.ndarray, int]] = []
         for neighbour, via, _w in index.neighbours(related, width, user):
-            nb_rows = index.rows_of(neighbour)
+            nb_rows = visible(neighbour)
             rows = keys.reach(nb_rows, max(limit, cap) if limit else 0, fill=False)
             extra, take = rows[:0], 0
             if reached1 is not None and limit and nb_rows.size > max(limit, cap) and rows.size < cap:

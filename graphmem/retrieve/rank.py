@@ -6,6 +6,7 @@ Thompson draw) → MMR diversity → full rows fetched for the winners only.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -123,7 +124,8 @@ class Retriever:
         hits: Mapping[int, GraphHit] = {}
         if any(anchors.values()):
             pool = np.asarray(vec_rows + [r for r, _ in ft], dtype=np.int64)  # rows the other signals found
-            hits = graph_candidates(store, catalog, anchors, mask, s, frozenset(linked), (), sims, user, pool)
+            hits = graph_candidates(store, catalog, anchors, mask, s, frozenset(linked), (), sims, user, pool,
+                                    functools.partial(self.eligible.view, catalog, user))
         graph_rows = _order_graph(hits, sims, catalog.col("score"), n)
         lap("graph")
 
