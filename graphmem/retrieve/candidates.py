@@ -470,9 +470,11 @@ def graph_candidates(
             if reached1 is not None and limit and nb_rows.size > max(limit, cap) and rows.size < cap:
                 extra, take = _first_hop_share(keys, nb_rows, rows, reached1, cap - rows.size)
             chosen.append((neighbour, via, rows, extra, take))
-        # lazy cosines: every row the choices below read is scored in one call (each call of
-        # the int8 product has a fixed cost, which a busy machine multiplies)
-        keys.warm([rows for _n, _v, rows, _e, _t in chosen if rows.size > cap] + [e for *_r, e, t in chosen if t])
+        # lazy cosines: every row the choices below and the ranking read (the first hop's rows
+        # too) is scored in one call (each call of the int8 product has a fixed cost, which a
+        # busy machine multiplies: ~10 ms of waiting for torch's pool per call under load)
+        keys.warm([rows for _n, _v, rows, _e, _t in chosen if rows.size > cap] + [e for *_r, e, t in chosen if t]
+                  + ([reached1] if reached1 is not None else []))
         for neighbour, via, rows, extra, take in chosen:
             if take:
                 best = extra if take >= extra.size else extra[np.argpartition(-keys.key(extra), take - 1)[:take]]
@@ -558,6 +560,7 @@ def _best_rows(rows: np.ndarray, weight: np.ndarray, k: int, keys: _Keys, limit:
             rest = np.flatnonzero(~known)[::-1][: max(0, limit - int(known.sum()))]
             at = np.sort(np.concatenate([at[known], at[rest]]))
         cand = rows[at]
+        keys.warm([cand, rows[kept]])  # the kept rows' cosines too: ranking reads them next, one call
         order = np.lexsort((cand, -keys.score[cand], -keys.cos(cand)))[:need]
         kept[at[order]] = True
         break
