@@ -6,8 +6,8 @@ Builds a learning catalog with the scale benchmark's anchor mix (20 tools on 80 
 learnings, people drawn by a Zipf law so that one of them is linked to ~44 % of all learnings,
 20 organisations, 30 topics by a Zipf law, 5 users, 2 % shared, canaries, archived rows) and
 random int8 vectors, then times per query (thread CPU time) the eligibility mask and the graph
-stage (``graph_candidates`` + the graph list's order) with ``graph_max_reached`` at its default
-and at 0 (no cap), on the cosines an HNSW search would leave: the query's exact top 1,024 rows
+stage (``graph_candidates`` on the user's visible rows of each anchor + the graph list's order)
+with ``graph_max_reached`` at its default and at 0 (no cap), on the cosines an HNSW search would leave: the query's exact top 1,024 rows
 known, the rest computed on demand (:class:`~graphmem.store.vectors.LazyCosine`). It reports
 how many of the graph list's 50 rows the capped stage shares with the uncapped one.
 ``--exact``: the cosines of every row at hand instead (what the exact scan leaves).
@@ -18,6 +18,7 @@ before the cap) on the same catalog and queries.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import os
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             sims = np.where(mask, cos, 0.0).astype(np.float32) if args.exact else LazyCosine(
                 catalog.vectors, query, found, cos[found])
             th = time.thread_time()
-            kwargs = {"pool_rows": pool} if name != "old" else {}
+            kwargs = {"pool_rows": pool, "rows_of": functools.partial(eligibility.view, catalog, "alice")} if name != "old" else {}
             hits = fn(None, catalog, anchors, mask, s, frozenset(), [catalog.ids[r] for r in pool] if name == "old" else (),
                       sims, "alice", **kwargs)
             ranked = _order_graph(hits, sims, catalog.col("score"), 50)
