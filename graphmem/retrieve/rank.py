@@ -17,12 +17,9 @@ import numpy as np
 from graphmem.config import Settings
 from graphmem.retrieve.candidates import (
     Eligibility,
-    GraphHit,
-    GraphHits,
     NameIndex,
     UserColumn,
     fulltext_candidates,
-    graph_candidates,
     vector_candidates,
 )
 from graphmem.retrieve.context import ScoredLearning
@@ -37,6 +34,7 @@ from graphmem.retrieve.fusion import (
     rrf,
     score_fusion,
 )
+from graphmem.retrieve.graph import GraphHit, GraphHits, graph_candidates
 from graphmem.store.catalog import LearningCatalog, _ts
 
 if TYPE_CHECKING:
