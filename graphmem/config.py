@@ -79,6 +79,10 @@ class Settings(BaseModel):
     graph_fanout_cap: int = 50
     graph_second_hop_neighbours: int = 8  # second hop: the heaviest RELATED neighbours explored
     graph_anchor_cap: int = 500  # one-hop: at most this many learnings per anchor node (+ those other signals found)
+    # graph: at most this many eligible learnings reached per anchor or neighbour (its best by cosine;
+    # with an HNSW search the rows it scored, then the newest), so a hub's cost does not follow its
+    # degree; 0: no cap. Below it every eligible learning is reached, as without it.
+    graph_max_reached: int = 2000
     graph_second_hop_max: bool = True  # second hop: a row gets its best two-hop path once, not one per path
     tool_mismatch_penalty: float = 0.5  # relevance share lost by a learning bound to another tool than the caller's
     quality_weight: float = 0.15  # seed 002 stage 4 says 30 % of a cosine-scaled score; see README
@@ -405,7 +409,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "budget_user_preferences": _POSITIVE, "budget_learnings": _POSITIVE,
     "candidates_per_source": _POSITIVE, "rrf_k": _COUNT, "weight_vector": _COUNT, "weight_fulltext": _COUNT,
     "weight_graph": _COUNT, "graph_hop_decay": _UNIT, "graph_fanout_cap": _COUNT,
-    "graph_second_hop_neighbours": _COUNT, "graph_anchor_cap": _COUNT, "tool_mismatch_penalty": _UNIT, "quality_weight": _UNIT,
+    "graph_second_hop_neighbours": _COUNT, "graph_anchor_cap": _COUNT, "graph_max_reached": _COUNT, "tool_mismatch_penalty": _UNIT, "quality_weight": _UNIT,
     "semantic_weight": _UNIT, "thompson_weight": _UNIT, "random_seed": _COUNT,
     "recency_half_life_days": _POSITIVE, "pinned_boost": _COUNT, "pattern_boost": _COUNT,
     "pattern_similarity": _UNIT, "min_success_rate": _UNIT, "min_success_samples": _COUNT,

@@ -16,7 +16,9 @@ def _eager(hits: GraphHits, second_hop_max: bool) -> dict[int, GraphHit]:
     ``second_hop_max`` a row's two-hop paths add the decay once, however many there are."""
     out: dict[int, GraphHit] = {}
     hop2: dict[int, float] = {}
-    kept = hits._kept
+    paths = [hits._index.rows_of(a) for a in hits._first] + [rows for _nb, _via, rows in hits._second]
+    kept = np.zeros(1 + max(int(r.max()) for r in [hits.rows, *paths] if r.size), dtype=bool)
+    kept[hits.rows] = True
 
     def credit(rows: np.ndarray, path: str, weight: float) -> None:
         for row in rows.tolist():

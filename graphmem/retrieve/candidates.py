@@ -5,22 +5,24 @@
 - :func:`vector_candidates`: exact cosine over the catalog's vector mirror (float32 or int8,
   graphmem/store/vectors.py), scanning only the eligible rows when they are few.
 - :func:`fulltext_candidates`: BM25 over the catalog's in-memory lexical index (per-user statistics).
-- :func:`graph_candidates`: one hop from the query's tool/entities/topics/objective type, then a
-  capped, decayed second hop through RELATED entity/topic neighbours.
+- :func:`graph_candidates` (graphmem/retrieve/graph.py, re-exported): one hop from the query's
+  tool/entities/topics/objective type, then a capped, decayed second hop through RELATED
+  entity/topic neighbours.
 - :class:`NameIndex`: links entity and topic names written in the query text to graph nodes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from graphmem.config import Settings
-from graphmem.store.anchors import AnchorIndex
+from graphmem.retrieve.graph import GraphHit as GraphHit  # re-exported: callers import them from here
+from graphmem.retrieve.graph import GraphHits as GraphHits
+from graphmem.retrieve.graph import graph_candidates as graph_candidates
 from graphmem.store.catalog import STATUS_CODE, TIER_CODE, LearningCatalog
 from graphmem.store.text import search_text
 from graphmem.store.vectors import LazyCosine
@@ -72,6 +74,7 @@ def eligible_mask(
     The user's own learnings plus shared ones; status active, or canary when a draw from
     ``rng`` falls under its canary_allocation (seed 000); never shadow, candidate or disabled;
     tier not archive; not superseded; not past its TTL (expires_at > now).
+    (:class:`Eligibility` gives the same mask from per-user rows kept between calls.)
     """
     n = len(catalog)
     if n == 0:
@@ -102,6 +105,153 @@ def scan_rows(catalog: LearningCatalog, user_rows: np.ndarray) -> np.ndarray:
     rows &= catalog.col("superseded") == 0
     rows &= (status == _ACTIVE) | (status == _CANARY)
     return np.flatnonzero(rows)
+
+
+class _UserRows:
+    """One user's standing eligibility: rows live whatever the clock and the draws say (own or
+    shared, active, not archived, not superseded), the canary rows in id order, and the rows of
+    either kind that carry a TTL (checked against the clock per call)."""
+
+    __slots__ = ("canary", "canary_rows", "expiring", "key", "live", "n", "version", "views", "visible")
+
+    def __init__(self) -> None:
+        self.key: tuple[object, ...] = ()
+        self.version = -1
+        self.n = 0
+        self.live = np.zeros(0, dtype=bool)
+        self.canary = np.zeros(0, dtype=bool)
+        self.canary_rows = np.zeros(0, dtype=np.int64)  # in id order
+        self.expiring = np.zeros(0, dtype=np.int64)
+        # anchor → (the anchor's rows array it was cut from, the rows of it this user may see)
+        self.views: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        self.visible: np.ndarray | None = None  # live or canary rows, ascending (scan_rows)
+
+
+class Eligibility:
+    """:func:`eligible_mask` from per-user rows kept between calls and patched after writes.
+
+    The per-user part (owner or shared, status, tier, superseded, which rows have a TTL) is
+    computed once per user and then patched with the rows the catalog logs as written
+    (``LearningCatalog.written_since``); it is rebuilt only when rows moved or were reloaded
+    (a delete, an open) or the log no longer reaches back. A call then costs one copy of the
+    boolean row mask, the TTL check of the few rows that have one, and the canary draws (the
+    same draws, in the same id order, as :func:`eligible_mask`, so a seeded Memory makes the
+    same choices). At 1M learnings recomputing the mask cost ~28 ms per call.
+    """
+
+    MAX_USERS = 64  # users kept at most (all dropped past it)
+
+    def __init__(self) -> None:
+        self._users: dict[str, _UserRows] = {}
+        self._lock = threading.Lock()  # Memories of several users may share a Retriever's state
+
+    def mask(self, catalog: LearningCatalog, user: str, now_ts: float, rng: np.random.Generator) -> np.ndarray:
+        """The rows ``user`` may be shown now (a fresh array the caller may keep)."""
+        n = len(catalog)
+        if n == 0:
+            return np.zeros(0, dtype=bool)
+        with self._lock:
+            state = self._state(catalog, user)
+            mask = state.live[:n].copy()
+            canary, expiring = state.canary_rows, state.expiring
+        if expiring.size:
+            expires = catalog.col("expires_at")
+            gone = expiring[~(expires[expiring] > now_ts)]
+            if gone.size:
+                mask[gone] = False
+                if canary.size:
+                    canary = canary[expires[canary] > now_ts]
+        if canary.size:
+            draws = rng.random(canary.size)
+            mask[canary[draws < catalog.col("canary_allocation")[canary]]] = True
+        return mask
+
+    def visible(self, catalog: LearningCatalog, user: str) -> np.ndarray:
+        """The rows ``user`` may ever be shown, ascending (what :func:`scan_rows` computes), kept
+        until the user's rows change: the vector scan keeps these rows gathered between calls."""
+        with self._lock:
+            state = self._state(catalog, user)
+            if state.visible is None:
+                state.visible = np.flatnonzero(state.live[: state.n] | state.canary[: state.n])
+            return state.visible
+
+    MAX_VIEWS = 512  # anchors whose visible rows are kept per user (all dropped past it)
+
+    def view(self, catalog: LearningCatalog, user: str, anchor: tuple[str, str]) -> np.ndarray:
+        """The rows of ``anchor`` that ``user`` may ever be shown (own or shared, a live or
+        canary status, not archived or superseded), ascending; kept until the anchor's rows or
+        the user's rows change. The graph stage reads these instead of every linked row: another
+        user's learnings are most of a busy anchor's rows."""
+        rows = catalog.anchors.rows_of(anchor)
+        with self._lock:
+            state = self._state(catalog, user)
+            held = state.views.get(anchor)
+            if held is not None and held[0] is rows:
+                return held[1]
+            seen = rows[(state.live[: state.n] | state.canary[: state.n])[rows]] if rows.size else rows
+            if len(state.views) >= self.MAX_VIEWS:
+                state.views = {}
+            state.views[anchor] = (rows, seen)
+            return seen
+
+    def _state(self, catalog: LearningCatalog, user: str) -> _UserRows:
+        key = (id(catalog), id(catalog.user), catalog.layout)
+        state = self._users.get(user)
+        if state is not None and state.key == key:
+            if state.version == catalog.version:
+                return state
+            written = catalog.written_since(state.version)
+            if written is not None and len(written) <= max(64, len(catalog) // 8):
+                self._patch(state, catalog, user, np.unique(np.asarray(written, dtype=np.int64)))
+                return state
+        if state is None and len(self._users) >= self.MAX_USERS:
+            self._users = {}
+        state = _UserRows()
+        state.key = key
+        n = len(catalog)
+        own = np.fromiter((u == user for u in catalog.user[:n]), dtype=bool, count=n)
+        state.live, state.canary = self._flags(catalog, own, slice(0, n))
+        state.n, state.version = n, catalog.version
+        self._derive(state, catalog)
+        self._users[user] = state
+        return state
+
+    @staticmethod
+    def _flags(catalog: LearningCatalog, own: np.ndarray, rows: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        base = own | (catalog.col("shared")[rows] > 0)
+        base &= catalog.col("tier")[rows] != _ARCHIVE
+        base &= catalog.col("superseded")[rows] == 0
+        status = catalog.col("status")[rows]
+        return base & (status == _ACTIVE), base & (status == _CANARY)
+
+    def _patch(self, state: _UserRows, catalog: LearningCatalog, user: str, rows: np.ndarray) -> None:
+        n = len(catalog)
+        if n > state.live.size:  # appended rows: grow by doubling, not per row
+            size = max(n, 2 * state.live.size)
+            for name in ("live", "canary"):
+                grown = np.zeros(size, dtype=bool)
+                old = getattr(state, name)
+                grown[: old.size] = old
+                setattr(state, name, grown)
+        rows = rows[rows < n]
+        was_canary = state.canary[rows].copy()
+        own = np.fromiter((catalog.user[r] == user for r in rows.tolist()), dtype=bool, count=rows.size)
+        live, canary = self._flags(catalog, own, rows)
+        state.live[rows], state.canary[rows] = live, canary
+        state.n, state.version = n, catalog.version
+        state.views = {}
+        state.visible = None
+        finite = ~(catalog.col("expires_at")[rows] == np.inf)
+        if was_canary.any() or canary.any() or finite.any() or state.expiring.size:
+            self._derive(state, catalog)
+
+    @staticmethod
+    def _derive(state: _UserRows, catalog: LearningCatalog) -> None:
+        n = state.n
+        canary = np.flatnonzero(state.canary[:n])
+        state.canary_rows = _in_id_order(catalog, canary) if canary.size else canary
+        either = state.live[:n] | state.canary[:n]
+        state.expiring = np.flatnonzero(either & ~(catalog.col("expires_at") == np.inf))
 
 
 def _in_id_order(catalog: LearningCatalog, rows: np.ndarray) -> np.ndarray:
@@ -219,158 +369,6 @@ def fulltext_candidates(
         return []
     s = settings or Settings()
     return catalog.lexical.search(terms, user, n, mask, k1=s.bm25_k1, b=s.bm25_b)
-
-
-@dataclass
-class GraphHit:
-    """A graph candidate: accumulated path weight and the paths that reached it."""
-
-    weight: float = 0.0
-    paths: list[str] = field(default_factory=list)
-
-
-def graph_candidates(
-    store: RetrievalStore,
-    catalog: LearningCatalog,
-    anchors: dict[str, list[str]],
-    mask: np.ndarray,
-    settings: Settings,
-    linked: frozenset[tuple[str, str]] = frozenset(),
-    pool: Sequence[str] = (),
-    sims: np.ndarray | None = None,
-    user: str | None = None,
-) -> Mapping[int, GraphHit]:
-    """Eligible rows reachable from the anchors, with path weights and readable paths.
-
-    One hop (learning → tool/entity/topic/objective type named by the caller or in the query)
-    weighs 1 per anchor reached. The second hop goes anchor entity/topic → co-occurring
-    (RELATED) neighbour → learning, weighs ``graph_hop_decay``, uses at most
-    min(``graph_fanout_cap``, ``graph_second_hop_neighbours``) neighbours (the heaviest) and at
-    most ``graph_fanout_cap`` learnings from any one of them (the closest to the query when
-    ``sims`` is given, else the best-scored). ``linked`` marks anchors found in the query text.
-    ``user``: the second hop travels only over co-occurrences counted by that user's own
-    learnings and the shared ones (never over another user's private associations).
-
-    Runs over the catalog's in-memory mirror of the edges (graphmem/store/anchors.py), fully
-    vectorised; explanations are built only for the rows kept: the best
-    ``graph_anchor_cap`` by weight, cosine and online score, plus any reached row in ``pool``
-    (ids the other signals found), so those still get the graph's support.
-    """
-    index = catalog.anchors
-    n = len(catalog)
-    if n == 0:
-        return {}
-    weight = np.zeros(n, dtype=np.float64)
-    first: list[tuple[str, str]] = [
-        (kind, name) for kind, names in anchors.items() for name in names if kind in ("tool", "entity", "topic", "objective_type")
-    ]
-    for anchor in first:
-        rows = index.rows_of(anchor)
-        if rows.size:
-            weight[rows] += 1.0
-    cap = settings.graph_fanout_cap
-    decay = settings.graph_hop_decay
-    second: list[tuple[tuple[str, str], tuple[str, str], np.ndarray]] = []
-    related = [a for a in first if a[0] in ("entity", "topic")]
-    if decay > 0 and cap > 0 and related:
-        width = min(cap, settings.graph_second_hop_neighbours)
-        order_key = sims if sims is not None else catalog.col("score")
-        hop2 = np.zeros(n, dtype=np.float64)
-        for neighbour, via, _w in index.neighbours(related, width, user):
-            rows = index.rows_of(neighbour)
-            rows = rows[mask[rows]]
-            if rows.size > cap:
-                rows = rows[np.argpartition(-order_key[rows], cap - 1)[:cap]]
-            if rows.size:
-                hop2[rows] += decay
-                second.append((neighbour, via, rows))
-        # With graph_second_hop_max a row counts its best two-hop path once: a learning linked to
-        # many of an anchor's neighbours is central to the anchor's cluster, not closer to the query.
-        weight += np.minimum(hop2, decay) if settings.graph_second_hop_max else hop2
-    weight[~mask] = 0.0
-    reached = np.flatnonzero(weight)
-    if reached.size == 0:
-        return {}
-    keep_n = max(settings.graph_anchor_cap, settings.candidates_per_source)
-    if reached.size > keep_n:
-        cos = sims[reached] if sims is not None else np.zeros(reached.size)
-        order = np.lexsort((-catalog.col("score")[reached], -cos, -weight[reached]))
-        kept = np.zeros(n, dtype=bool)
-        kept[reached[order[:keep_n]]] = True
-        id_rows = catalog.vectors.rows
-        extra = [r for r in (id_rows.get(i) for i in pool) if r is not None and weight[r] > 0]
-        if extra:
-            kept[extra] = True
-    else:
-        kept = weight > 0  # every reached row (weight is 0 outside ``mask``)
-    return GraphHits(index, first, second, linked, kept, weight, decay)
-
-
-class GraphHits(Mapping[int, GraphHit]):
-    """The rows :func:`graph_candidates` kept → :class:`GraphHit`, built on first access.
-
-    Ranking reads every row's weight (the ``weights`` array, no objects) but the paths of the
-    few rows it explains only, so the per-row objects and path strings are made on demand (they
-    cost ~2-3 ms per context() at 10k learnings when built for every reached row). A hit's
-    weight and paths are the same as crediting each path once per row in order: the one-hop
-    anchors first, then the second hops.
-    """
-
-    def __init__(
-        self, index: AnchorIndex, first: list[tuple[str, str]],
-        second: list[tuple[tuple[str, str], tuple[str, str], np.ndarray]], linked: frozenset[tuple[str, str]],
-        kept: np.ndarray, weight: np.ndarray, decay: float,
-    ) -> None:
-        self._index = index
-        self._first = first
-        self._second = second
-        self._linked = linked
-        self._kept = kept
-        self._decay = decay
-        self._weight = weight
-        self.rows = np.flatnonzero(kept & (weight > 0))
-        self.weights = weight[self.rows]
-        self._made: dict[int, GraphHit] = {}
-
-    def __len__(self) -> int:
-        return int(self.rows.size)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.rows.tolist())
-
-    def __contains__(self, row: object) -> bool:
-        if not isinstance(row, (int, np.integer)) or not 0 <= int(row) < self._kept.shape[0]:
-            return False
-        return bool(self._kept[int(row)]) and bool(np.any(self.rows == int(row)))
-
-    def __getitem__(self, row: int) -> GraphHit:
-        made = self._made.get(int(row))
-        if made is not None:
-            return made
-        if row not in self:
-            raise KeyError(row)
-        hit = GraphHit()
-        for anchor in self._first:
-            members = self._index.rows_of(anchor)
-            if members.size and bool(np.any(members == row)):
-                kind, name = anchor
-                suffix = " (named in query)" if anchor in self._linked else ""
-                _add_paths_one(hit, f"via {kind.replace('_', ' ')} {name}{suffix}", 1.0)
-        for (nkind, nname), (vkind, vname), rows in self._second:
-            if bool(np.any(rows == row)):
-                _add_paths_one(hit, f"2 hops via {vkind} {vname} → {nkind} {nname}", self._decay)
-        hit.weight = float(self._weight[int(row)])  # the ranked weight (second hops may count once)
-        self._made[int(row)] = hit
-        return hit
-
-
-def _add_paths_one(hit: GraphHit, path: str, weight: float) -> None:
-    """Credit ``weight`` and ``path`` to one hit (once per distinct path)."""
-    if not hit.paths:
-        hit.weight, hit.paths = weight, [path]
-    elif path not in hit.paths:
-        hit.weight += weight
-        hit.paths.append(path)
 
 
 class NameIndex:

@@ -17,14 +17,10 @@ import numpy as np
 
 from graphmem.config import Settings
 from graphmem.retrieve.candidates import (
-    GraphHit,
-    GraphHits,
+    Eligibility,
     NameIndex,
     UserColumn,
-    eligible_mask,
     fulltext_candidates,
-    graph_candidates,
-    scan_rows,
     vector_candidates,
 )
 from graphmem.retrieve.context import ScoredLearning
@@ -39,6 +35,7 @@ from graphmem.retrieve.fusion import (
     rrf,
     score_fusion,
 )
+from graphmem.retrieve.graph import GraphHit, GraphHits, graph_candidates
 from graphmem.store.catalog import LearningCatalog, _ts
 
 if TYPE_CHECKING:
@@ -62,6 +59,7 @@ class Retriever:
         self.settings = settings
         self.names = NameIndex()
         self.users = UserColumn()
+        self.eligible = Eligibility()  # per-user eligible rows, patched after writes
         self.rng = np.random.default_rng(settings.random_seed)
         self.timings_ms: dict[str, float] = {}
 
@@ -77,9 +75,8 @@ class Retriever:
         catalog = self.store.learning_catalog
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        user_rows = self.users.mask(catalog, user)
-        mask = eligible_mask(catalog, user_rows, now_ts, self.rng)
-        visible = scan_rows(catalog, user_rows) if s.vector_scan_blocks and scan else None
+        mask = self.eligible.mask(catalog, user, now_ts, self.rng)
+        visible = self.eligible.visible(catalog, user) if s.vector_scan_blocks and scan else None
         t1 = time.perf_counter()
         anchors: dict[str, list[str]] = {
             "tool": [tool] if tool else [],
@@ -168,8 +165,9 @@ class Retriever:
         lap("vector")
         hits: Mapping[int, GraphHit] = {}
         if any(anchors.values()):
-            pool = [catalog.ids[r] for r in vec_rows] + [catalog.ids[r] for r, _ in ft]
-            hits = graph_candidates(store, catalog, anchors, mask, s, frozenset(linked), pool, sims, user)
+            pool = np.asarray(vec_rows + [r for r, _ in ft], dtype=np.int64)  # rows the other signals found
+            hits = graph_candidates(store, catalog, anchors, mask, s, frozenset(linked), (), sims, user, pool,
+                                    functools.partial(self.eligible.view, catalog, user))
         graph_rows = _order_graph(hits, sims, catalog.col("score"), n)
         lap("graph")
 

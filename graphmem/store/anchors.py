@@ -31,6 +31,16 @@ SHARED = "\x00shared"
 """The co-occurrence bucket of shared learnings (not a possible user id: user ids are text)."""
 
 
+def members(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """True where ``rows[i]`` is in ``sorted_rows`` (ascending, as :meth:`AnchorIndex.rows_of`
+    gives): a binary search per row, so the cost follows ``rows``, not the anchor's degree."""
+    if sorted_rows.size == 0 or rows.size == 0:
+        return np.zeros(rows.size, dtype=bool)
+    pos = np.searchsorted(sorted_rows, rows)
+    pos[pos == sorted_rows.size] = 0
+    return np.asarray(sorted_rows[pos] == rows)
+
+
 def owner_bucket(user_id: str, shared: bool) -> str:
     """The co-occurrence bucket one learning counts in: :data:`SHARED`, or its user."""
     return SHARED if shared else user_id
@@ -74,8 +84,11 @@ class AnchorIndex:
             self._arrays.pop(a, None)
         self._count(old, -1, old_owner)
         for a in anchors:
-            self.rows.setdefault(a, set()).add(row)
-            self._arrays.pop(a, None)
+            members = self.rows.setdefault(a, set())
+            cached = self._arrays.pop(a, None)
+            if cached is not None and row not in members and (cached.size == 0 or row > cached[-1]):
+                self._arrays[a] = np.append(cached, row)  # a new last row: still sorted, no rebuild
+            members.add(row)
         self._count(anchors, +1, owner)
         self.of_row[row] = anchors
         self.owner[row] = owner
@@ -146,13 +159,19 @@ class AnchorIndex:
                 self.cooc[owner] = bucket
 
     def rows_of(self, anchor: Anchor) -> np.ndarray:
-        """The catalog rows linked to ``anchor`` (a cached int64 array; empty when unknown)."""
+        """The catalog rows linked to ``anchor``, ascending (a cached int64 array; empty when
+        unknown). Sorted, so membership of a few rows is a binary search (:func:`members`)."""
         arr = self._arrays.get(anchor)
         if arr is None:
             members = self.rows.get(anchor)
             arr = np.fromiter(members, dtype=np.int64, count=len(members)) if members else np.zeros(0, np.int64)
+            arr.sort()
             self._arrays[anchor] = arr
         return arr
+
+    def degree(self, anchor: Anchor) -> int:
+        """How many rows link ``anchor`` (no array built)."""
+        return len(self.rows.get(anchor, ()))
 
     def neighbours(
         self, anchors: Iterable[Anchor], k: int, user: str | None = None

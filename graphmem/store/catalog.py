@@ -147,6 +147,9 @@ class LearningCatalog:
         self.tool: list[str | None] = []
         self.generation = 0  # bumped whenever rows are added, removed or change owner
         self.memo: dict[Any, Any] = {}  # results derived from the rows, keyed with the generation
+        self.layout = 0  # bumped when rows move or are reloaded (remove, load): row logs start over
+        self.written: list[int] = []  # rows upserted since version ``written_from`` (a bounded log)
+        self.written_from = 0
         self.keys: dict[tuple[str, str], str] = {}
         self._key_of: dict[str, tuple[str, str]] = {}
         self.cols: dict[str, np.ndarray] = {c: np.zeros(16, dtype=np.float64) for c in self.COLUMNS}
@@ -216,12 +219,33 @@ class LearningCatalog:
             self.cols[name][row] = value
         text = search_text(learning.content, learning.recommendation, learning.applies_when)
         self.lexical.add(row, learning.user_id, learning.shared, text)
+        self._written(row)
         old_key = self._key_of.get(learning.id)
         if old_key is not None and self.keys.get(old_key) == learning.id:
             del self.keys[old_key]
         key = (learning.user_id, content_key)
         self.keys[key] = learning.id
         self._key_of[learning.id] = key
+
+    WRITTEN_LOG = 4096  # rows the write log keeps; a reader further behind rebuilds
+
+    @property
+    def version(self) -> int:
+        """Upserts so far (the log ``written`` ends at this version)."""
+        return self.written_from + len(self.written)
+
+    def _written(self, row: int) -> None:
+        if len(self.written) >= self.WRITTEN_LOG:
+            half = len(self.written) // 2
+            self.written_from += half
+            del self.written[:half]
+        self.written.append(row)
+
+    def written_since(self, version: int) -> list[int] | None:
+        """Rows upserted since ``version`` (None when the log no longer reaches back that far)."""
+        if version < self.written_from or version > self.version:
+            return None
+        return self.written[version - self.written_from :]
 
     def remove(self, ident: str) -> None:
         """Forget one learning (after a delete)."""
@@ -230,6 +254,7 @@ class LearningCatalog:
             return
         row, last = moved
         self.generation += 1
+        self.layout += 1
         self.anchors.move(last, row)
         self.lexical.remove(row)
         self.lexical.move(last, row)
@@ -281,6 +306,7 @@ class LearningCatalog:
         self.anchors.load(anchors if anchors is not None else [() for _ in ids], owners)
         self.user, self.tool = list(users), list(tools)
         self.generation += 1
+        self.layout += 1
         n = max(16, len(ids))
         self.cols = {}
         for name in self.COLUMNS:

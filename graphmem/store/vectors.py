@@ -643,9 +643,15 @@ class LazyCosine:
         self._values = np.zeros(n, dtype=np.float32)
         self._known = np.zeros(n, dtype=bool)
         self.shape = (n,)
+        self._found = np.zeros(0, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
         if rows is not None and values is not None:
             self._values[rows] = values
             self._known[rows] = True
+
+    def known_rows(self) -> np.ndarray:
+        """The rows whose cosines were given at construction (the search's candidates; the
+        graph stage ranks a hub's learnings among them first, as nothing else is closer)."""
+        return self._found
 
     def __len__(self) -> int:
         return self.shape[0]
