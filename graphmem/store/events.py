@@ -10,7 +10,6 @@ import numpy as np
 
 from graphmem.errors import NotFoundError
 from graphmem.models import Event, Objective, utcnow
-from graphmem.store.copy import edge_table
 from graphmem.store.embed_queue import embed_queue
 from graphmem.store.kuzu_store import KuzuBase, dumps, from_db_time, loads, to_db_time
 from graphmem.store.text import search_text
@@ -19,7 +18,7 @@ EVENT_PROPS: tuple[str, ...] = (
     "id", "user_id", "session_id", "kind", "role", "direction", "is_owner", "content",
     "tool_name", "success", "objective_id", "entities", "created_at",
 )
-COPY_MIN_ROWS = 8  # from this many events on, a batch's edges are written with COPY
+BATCH_MIN_ROWS = 2  # from this many events on, they are written as a batch (LOAD FROM)
 _EVENT_RETURN = ", ".join(f"e.{p} AS {p}" for p in EVENT_PROPS) + ", e.metadata AS metadata"
 OBJECTIVE_PROPS: tuple[str, ...] = (
     "id", "user_id", "goal", "objective_type", "status", "result", "score", "started_at", "ended_at",
@@ -99,10 +98,11 @@ class EventStore(KuzuBase):
         self, items: Sequence[tuple[Event, np.ndarray]], mentions: Sequence[Sequence[tuple[str, str]]] | None = None
     ) -> None:
         """Write many events and their edges in one transaction, the same graph as
-        ``insert_event`` one by one: from a few events on, one CREATE per node, the Tool and
-        Entity nodes with one MERGE statement per label, and each edge table with one COPY
-        (instead of one statement per edge)."""
-        if len(items) < COPY_MIN_ROWS or not self.can_copy():  # type: ignore[attr-defined]
+        ``insert_event`` one by one: from two events on, the nodes with one LOAD FROM statement,
+        the Tool and Entity nodes with one MERGE statement per label, and each edge table with
+        one statement (the first edges a table gets with a COPY; see
+        ``LearningStore._new_edges``), instead of one statement per node and edge."""
+        if len(items) < BATCH_MIN_ROWS or not self.can_copy():  # type: ignore[attr-defined]
             with self.transaction():
                 for i, (event, embedding) in enumerate(items):
                     self.insert_event(event, embedding, mentions[i] if mentions is not None else ())
@@ -119,7 +119,7 @@ class EventStore(KuzuBase):
             params["created_at"] = ts = to_db_time(event.created_at)
             params["metadata"] = dumps(event.metadata)
             params["search_text"] = search_text(event.content)
-            params["embedding"] = [float(x) for x in items[i][1]]
+            params["embedding"] = np.asarray(items[i][1], dtype=np.float32)  # an Arrow column (store/copy.py)
             rows.append(params)
             if event.tool_name:
                 tools.setdefault(event.tool_name, ts)
@@ -130,25 +130,23 @@ class EventStore(KuzuBase):
             for name, kind in found:
                 entities.setdefault(name, (kind, ts))
                 mentioned.append((event.id, name))
-        props = ", ".join(f"{p}: ${p}" for p in rows[0])
         with self.transaction():
-            for params in rows:
-                self.write(f"CREATE (e:Event {{{props}}})", params)
+            self._load_nodes("Event", rows)  # type: ignore[attr-defined]
             if tools:
                 self.write(
                     "UNWIND $rows AS r MERGE (t:Tool {name: r.name}) "
                     "ON CREATE SET t.success_count = 0, t.error_count = 0, t.created_at = r.ts",
                     {"rows": [{"name": n, "ts": ts} for n, ts in tools.items()]},
                 )
-                self.copy_rows("USED_TOOL", edge_table(used))  # type: ignore[attr-defined]
+                self._new_edges("USED_TOOL", ("Event", "id"), ("Tool", "name"), used)  # type: ignore[attr-defined]
             if part_of:
-                self.copy_rows("PART_OF", edge_table(part_of))  # type: ignore[attr-defined]
+                self._new_edges("PART_OF", ("Event", "id"), ("Objective", "id"), part_of)  # type: ignore[attr-defined]
             if entities:
                 self.write(
                     "UNWIND $rows AS r MERGE (n:Entity {name: r.name}) ON CREATE SET n.kind = r.kind, n.created_at = r.ts",
                     {"rows": [{"name": n, "kind": k, "ts": ts} for n, (k, ts) in entities.items()]},
                 )
-                self.copy_rows("MENTIONS", edge_table(mentioned), "(from='Event', to='Entity')")  # type: ignore[attr-defined]
+                self._new_edges("MENTIONS", ("Event", "id"), ("Entity", "name"), mentioned)  # type: ignore[attr-defined]
             for i, ((event, embedding), params) in enumerate(zip(items, rows)):
                 extra = mentions[i] if mentions is not None else ()
                 self._note_layout(event, [*event.entities, *(name for name, _ in extra)])  # type: ignore[attr-defined]

@@ -162,9 +162,7 @@ class SummaryStore(KuzuBase):
             f"RETURN {_SUMMARY_RETURN}",
             {"rows": list(rows.values())},
         )
-        from graphmem.store.copy import edge_table
-
-        self.copy_rows("SUMMARIZED_IN", edge_table(edges))  # type: ignore[attr-defined]
+        self._new_edges("SUMMARIZED_IN", ("Learning", "id"), ("Summary", "id"), edges)  # type: ignore[attr-defined]
         return [_state_from_row(r) for r in out]
 
     def summary_inputs(self, ids: Sequence[str]) -> list[Learning]:
