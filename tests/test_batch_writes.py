@@ -172,3 +172,33 @@ def test_batches_in_the_log_survive_a_killed_process(tmp_path: Path, make_memory
     assert len(mem.store.learning_catalog) == n
     mem.add_learnings(_items(100, 5))  # the file takes batches after recovery
     assert mem.cypher("MATCH (l:Learning) RETURN count(l) AS n")[0]["n"] == n + 5
+
+
+def test_single_writes_leave_no_full_size_offset_column(tmp_path: Path, make_memory: Callable[..., Memory]) -> None:
+    """The first edges of every edge table are COPYed, also from single writes: a table whose
+    first edges are CREATEd or MERGEd gets 256-page offset columns (~1 MB each) in Kùzu 0.11.3."""
+    import kuzu
+
+    path = tmp_path / "small.kuzu"
+    mem = make_memory(path=path)
+    mem.add_learning("Keep emails short for Dana", tool="send_email", topics=["email style"], entities=["Dana", "Acme"])
+    mem.record_event("tool_result", "send_email finished for Dana", tool="send_email", success=True, entities=["Dana"])
+    mem.record_event("message", "Dana asked about the deploy", role="Dana", entities=["Acme"])
+    mem.close()
+    size = sum(f.stat().st_size for f in tmp_path.iterdir() if f.name.startswith(path.name))
+    db = kuzu.Database(str(path), read_only=True)
+    conn = kuzu.Connection(db)
+    try:
+        largest = {}
+        for name, kind in conn.execute("CALL show_tables() RETURN name, type").get_all():
+            if kind == "REL":
+                pages = [int(p) for _, p in conn.execute(f"CALL storage_info('{name}') RETURN column_name, num_pages").get_all()]
+                largest[name] = max(pages, default=0)
+    finally:
+        conn.close()
+        db.close()
+    assert largest["ABOUT_TOOL"] >= 0 and largest["SUMMARIZED_IN"] >= 0
+    assert {name: pages for name, pages in largest.items() if pages >= 256} == {}
+    # what is left is Kùzu's primary-key index: ~1.07 MB per node table holding a row
+    # (Meta, Learning, Event, Tool, Topic, Entity, Summary)
+    assert size < 9.5e6, size

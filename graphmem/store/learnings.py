@@ -204,7 +204,8 @@ class LearningStore(KuzuBase):
                 else:
                     self._link_many(entries, new=True)
             for (learning, embedding, _), params in zip(items, rows):
-                self.on_commit(functools.partial(self._committed, learning, embedding, params["content_key"]))
+                self.on_commit(functools.partial(self._committed, learning, embedding, params["content_key"],
+                                                 params["search_text"]))
 
     def _load_nodes(self, label: str, rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
         """Inside a transaction: CREATE ``label`` nodes from ``rows`` with one LOAD FROM statement
@@ -427,8 +428,8 @@ class LearningStore(KuzuBase):
         key = params["content_key"]
         self.on_commit(lambda: self._committed(learning, embedding, key))
 
-    def _committed(self, learning: Learning, embedding: np.ndarray | None, key: str) -> None:
-        self.learning_catalog.upsert(learning, embedding, key)
+    def _committed(self, learning: Learning, embedding: np.ndarray | None, key: str, text: str | None = None) -> None:
+        self.learning_catalog.upsert(learning, embedding, key, text)
         self._remember(learning)
         self._dirty().add(learning.id)
 
