@@ -124,6 +124,9 @@ def measure_add(embedder: Embedder, n: int, batch: int, base: int = 0, singles: 
     embedder.embed(["warm up"])
     emb_wall, emb_cpu = _timed(lambda: [embedder.embed(texts[k : k + batch]) for k in range(0, n, batch)])
     out: dict[str, float] = {"base_learnings": base, "embed_per_s": n / emb_wall, "embed_cpu_ms": 1000 * emb_cpu / n}
+    # one text at a time (what a single add_learning embeds), beside add_learning's latency
+    lat, used = _singles(lambda item: embedder.embed([item["content"]]), items[n:])
+    out.update(embed_one_p50_ms=_ms(lat, 50), embed_one_cpu_p50_ms=_ms(used, 50))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "m.kuzu"
         with Memory(path, user="bench", embedder=embedder, llm=OfflineLLM()) as mem:
@@ -253,6 +256,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                           f"{f['bulk_import_per_s']:.0f} learnings/s ({f['bulk_import_cpu_per_s']:.0f}/s of CPU)")
         table.add_row(f"{name}: add_learning", f"p50 {f['add_learning_p50_ms']:.1f} ms, p95 {f['add_learning_p95_ms']:.1f} ms "
                       f"(CPU p50 {f['add_learning_cpu_p50_ms']:.1f} ms)")
+        table.add_row(f"{name}: embedding one text alone", f"p50 {f['embed_one_p50_ms']:.1f} ms "
+                      f"(CPU p50 {f['embed_one_cpu_p50_ms']:.1f} ms)")
         table.add_row(f"{name}: record_event", f"p50 {f['record_event_p50_ms']:.1f} ms, p95 {f['record_event_p95_ms']:.1f} ms "
                       f"(CPU p50 {f['record_event_cpu_p50_ms']:.1f} ms)")
     for count, size in result["file_bytes"].items():

@@ -197,15 +197,41 @@ class LearningStore(KuzuBase):
                 self._copy_links(entries)
             else:
                 props = ", ".join(f"{p}: ${p}" for p in rows[0])
-                for params in rows:
-                    self.write(f"CREATE (l:Learning {{{props}}})", params)
-                if self.can_copy() and not self._rels_seeded(entries):
-                    self._copy_links(entries)
+                if len(rows) == 1 and not (self.can_copy() and not self._rels_seeded(entries)):
+                    self._create_linked(props, rows[0], entries[0])  # one statement for the node and its anchors
                 else:
-                    self._link_many(entries, new=True)
+                    for params in rows:
+                        self.write(f"CREATE (l:Learning {{{props}}})", params)
+                    if self.can_copy() and not self._rels_seeded(entries):
+                        self._copy_links(entries)
+                    else:
+                        self._link_many(entries, new=True)
             for (learning, embedding, _), params in zip(items, rows):
                 self.on_commit(functools.partial(self._committed, learning, embedding, params["content_key"],
                                                  params["search_text"]))
+
+    def _create_linked(self, props: str, params: dict[str, Any], entry: tuple[str, LearningLinks, datetime, str]) -> None:
+        """Inside a transaction: CREATE one new learning and its edges to its anchors (merged) in one
+        statement (a statement costs ~1 ms of CPU whatever it writes); its objective and source
+        event edges and its co-occurrence counts as in :meth:`_link_many`."""
+        ident, links, when, user_id = entry
+        clauses = [f"CREATE (l:Learning {{{props}}})"]
+        values = dict(params)
+        for kind, (rel, label) in _ANCHOR_REL.items():
+            for name in dict.fromkeys(_named(links, kind)):
+                var = f"anchor{len(clauses)}"
+                on_create = _ANCHOR_MERGE[kind].split(" ON CREATE SET ", 1)[1]
+                on_create = re.sub(r"\b[teo]\.", f"{var}.", on_create).replace("r.ts", "$anchor_ts")
+                clauses.append(f"WITH l MERGE ({var}:{label} {{name: ${var}}}) ON CREATE SET {on_create} "
+                               f"CREATE (l)-[:{rel}]->({var})")
+                values[var] = name
+        if len(clauses) > 1:
+            values["anchor_ts"] = to_db_time(when)
+        self.write(" ".join(clauses), values)
+        if links.objective_id or links.source_event_id:
+            rest = LearningLinks(objective_id=links.objective_id, source_event_id=links.source_event_id)
+            self._link_many([(ident, rest, when, user_id)], new=True)
+        self._relate(Counter((user_id, *p) for p in _cooccurring(links.topics, links.entities)), copy_new=True)
 
     def _load_nodes(self, label: str, rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
         """Inside a transaction: CREATE ``label`` nodes from ``rows`` with one LOAD FROM statement
