@@ -25,7 +25,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from graphmem import HashEmbedder, Learning, Memory, SentenceTransformerEmbedder
+from graphmem import HashEmbedder, Learning, Memory, SentenceTransformerEmbedder, Settings
 from graphmem.embed import Embedder
 from graphmem.llm import OfflineLLM
 
@@ -106,6 +106,16 @@ def _prefill(mem: Memory, size: int, dim: int) -> None:
     mem.store.bulk_insert_learnings(learnings, np.random.default_rng(7).standard_normal((size, dim)).astype(np.float32))
 
 
+def _checkpoint(mem: Memory) -> tuple[float, float, int]:
+    """(wall s, CPU s, log bytes) of checkpointing what the write-ahead log holds now: the
+    batches commit into the log, and the store checkpoints once it passes ``checkpoint_bytes``."""
+    store = mem.store
+    with store.exclusive():
+        log = store._wal_bytes()
+        wall, cpu = _timed(lambda: store._conn_main.execute("CHECKPOINT"))
+    return wall, cpu, log
+
+
 def measure_add(embedder: Embedder, n: int, batch: int, base: int = 0, singles: int = 100) -> dict[str, float]:
     """Batched and single writes of learnings and events on a file already holding ``base``
     learnings, beside the embedder's own batch throughput measured in the same run."""
@@ -114,25 +124,57 @@ def measure_add(embedder: Embedder, n: int, batch: int, base: int = 0, singles: 
     embedder.embed(["warm up"])
     emb_wall, emb_cpu = _timed(lambda: [embedder.embed(texts[k : k + batch]) for k in range(0, n, batch)])
     out: dict[str, float] = {"base_learnings": base, "embed_per_s": n / emb_wall, "embed_cpu_ms": 1000 * emb_cpu / n}
-    with tempfile.TemporaryDirectory() as tmp, \
-        Memory(Path(tmp) / "m.kuzu", user="bench", embedder=embedder, llm=OfflineLLM()) as mem:
-        _prefill(mem, base, embedder.dim)  # type: ignore[attr-defined]
-        if base:  # untimed: the first summaries' first refresh links every bulk-imported learning once
-            mem.add_learnings([synthetic_item(20_000_000 + i) for i in range(batch)])
-        wall, cpu = _timed(lambda: [mem.add_learnings(items[k : k + batch]) for k in range(0, n, batch)])
-        out.update(add_learnings_per_s=n / wall, add_learnings_cpu_ms=1000 * cpu / n)
-        lat, cpu = _singles(lambda item: mem.add_learning(**item), items[n:])
-        out.update(add_learning_per_s=len(lat) / sum(lat), add_learning_p50_ms=_ms(lat, 50),
-                   add_learning_p95_ms=_ms(lat, 95), add_learning_cpu_p50_ms=_ms(cpu, 50))
-        events = _events(0, n + singles)
-        wall, cpu = _timed(lambda: [mem.record_events(events[k : k + batch]) for k in range(0, n, batch)])
-        out.update(record_events_per_s=n / wall, record_events_cpu_ms=1000 * cpu / n)
-        lat, cpu = _singles(lambda event: mem.record_event(**event), events[n:])
-        out.update(record_event_p50_ms=_ms(lat, 50), record_event_p95_ms=_ms(lat, 95),
-                   record_event_cpu_p50_ms=_ms(cpu, 50))
-    for kind in ("add_learnings", "record_events"):
+    # one text at a time (what a single add_learning embeds), beside add_learning's latency
+    lat, used = _singles(lambda item: embedder.embed([item["content"]]), items[n:])
+    out.update(embed_one_p50_ms=_ms(lat, 50), embed_one_cpu_p50_ms=_ms(used, 50))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.kuzu"
+        with Memory(path, user="bench", embedder=embedder, llm=OfflineLLM()) as mem:
+            _measure_writes(mem, out, items, n, batch, base, singles)
+        # the same batches with the summaries refreshed later (the default refreshes them inline,
+        # after each batch that makes one due): the writes alone
+        with Memory(path, user="bench", embedder=embedder, llm=OfflineLLM(),
+                    settings=Settings(summary_refresh="background")) as mem:
+            more = [synthetic_item(30_000_000 + i) for i in range(n)]
+            wall, cpu = _timed(lambda: [mem.add_learnings(more[k : k + batch]) for k in range(0, n, batch)])
+            out.update(add_learnings_bg_per_s=n / wall, add_learnings_bg_cpu_ms=1000 * cpu / n)
+        out["file_bytes_end"] = sum(f.stat().st_size for f in Path(tmp).iterdir() if f.name.startswith(path.name))
+    for kind in ("add_learnings", "add_learnings_bg", "record_events"):
         out[f"{kind}_vs_embedder"] = out[f"{kind}_per_s"] / out["embed_per_s"]
     return out
+
+
+def _measure_writes(mem: Memory, out: dict[str, float], items: list[dict[str, Any]], n: int, batch: int,
+                    base: int, singles: int) -> None:
+    wall, cpu = _timed(lambda: _prefill(mem, base, mem.embedder.dim))  # type: ignore[attr-defined]
+    if base:
+        out.update(bulk_import_per_s=base / wall, bulk_import_cpu_per_s=base / max(cpu, 1e-9))
+    if base:  # untimed: the first summaries' first refresh links every bulk-imported learning once
+        mem.add_learnings([synthetic_item(20_000_000 + i) for i in range(batch)])
+        mem.record_events(_events(50_000_000, batch))  # and the first events' edges (COPYed once per file)
+    _checkpoint(mem)
+    wall, cpu = _timed(lambda: [mem.add_learnings(items[k : k + batch]) for k in range(0, n, batch)])
+    out.update(add_learnings_per_s=n / wall, add_learnings_cpu_ms=1000 * cpu / n)
+    # The batches commit into the write-ahead log; the store checkpoints once it passes
+    # ``checkpoint_bytes``. A checkpoint costs about the same for 1 or 10 batches of log (at 100k
+    # learnings: ~150 ms CPU, mostly fixed), so its share per learning is its cost over the
+    # learnings that fill the threshold.
+    ck_wall, ck_cpu, log = _checkpoint(mem)
+    per_checkpoint = max(n, mem.store.checkpoint_bytes / max(1.0, log / n))  # learnings between checkpoints
+    out.update(checkpoint_s=ck_wall, checkpoint_cpu_s=ck_cpu, log_bytes_per_item=log / n,
+               learnings_per_checkpoint=per_checkpoint,
+               checkpoint_ms_per_item=1000 * ck_wall / per_checkpoint,
+               checkpoint_cpu_ms_per_item=1000 * ck_cpu / per_checkpoint,
+               add_learnings_with_checkpoint_per_s=n / (wall + ck_wall * n / per_checkpoint))
+    lat, cpu = _singles(lambda item: mem.add_learning(**item), items[n:])
+    out.update(add_learning_per_s=len(lat) / sum(lat), add_learning_p50_ms=_ms(lat, 50),
+               add_learning_p95_ms=_ms(lat, 95), add_learning_cpu_p50_ms=_ms(cpu, 50))
+    events = _events(0, n + singles)
+    wall, cpu = _timed(lambda: [mem.record_events(events[k : k + batch]) for k in range(0, n, batch)])
+    out.update(record_events_per_s=n / wall, record_events_cpu_ms=1000 * cpu / n)
+    lat, cpu = _singles(lambda event: mem.record_event(**event), events[n:])
+    out.update(record_event_p50_ms=_ms(lat, 50), record_event_p95_ms=_ms(lat, 95),
+               record_event_cpu_p50_ms=_ms(cpu, 50))
 
 
 def measure_sizes(counts: tuple[int, ...] = (1, 100, 1000), batch: int = 100) -> dict[str, int]:
@@ -199,12 +241,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     table.add_column("value", justify="right")
     for name, f in result["ingest"].items():
         table.add_row(f"{name}: embedder alone, batches of {args.batch}", f"{f['embed_per_s']:.0f} texts/s ({f['embed_cpu_ms']:.1f} ms CPU each)")
-        for kind, unit in (("add_learnings", "learnings"), ("record_events", "events")):
-            table.add_row(f"{name}: {kind}, batches of {args.batch}",
+        for kind, unit, label in (("add_learnings", "learnings", "add_learnings"), ("record_events", "events", "record_events"),
+                                  ("add_learnings_bg", "learnings", "add_learnings, summaries refreshed later")):
+            table.add_row(f"{name}: {label}, batches of {args.batch}",
                           f"{f[f'{kind}_per_s']:.0f} {unit}/s = {f[f'{kind}_vs_embedder']:.2f} x embedder "
-                          f"({f[f'{kind}_cpu_ms']:.1f} ms CPU each)")
+                          f"({f[f'{kind}_cpu_ms']:.2f} ms CPU each)")
+        table.add_row(f"{name}: checkpoint of add_learnings' log",
+                      f"{1000 * f['checkpoint_s']:.0f} ms ({1000 * f['checkpoint_cpu_s']:.0f} ms CPU), one per "
+                      f"{f['learnings_per_checkpoint']:.0f} learnings ({f['log_bytes_per_item'] / 1e3:.1f} kB of log each): "
+                      f"{f['checkpoint_ms_per_item']:.2f} ms each, {f['add_learnings_with_checkpoint_per_s']:.0f} learnings/s with it")
+        table.add_row(f"{name}: file at the end ({args.at:,} bulk + the writes)", f"{f['file_bytes_end'] / 1e6:.0f} MB")
+        if "bulk_import_per_s" in f:
+            table.add_row(f"{name}: bulk import of {args.at:,} (COPY)",
+                          f"{f['bulk_import_per_s']:.0f} learnings/s ({f['bulk_import_cpu_per_s']:.0f}/s of CPU)")
         table.add_row(f"{name}: add_learning", f"p50 {f['add_learning_p50_ms']:.1f} ms, p95 {f['add_learning_p95_ms']:.1f} ms "
                       f"(CPU p50 {f['add_learning_cpu_p50_ms']:.1f} ms)")
+        table.add_row(f"{name}: embedding one text alone", f"p50 {f['embed_one_p50_ms']:.1f} ms "
+                      f"(CPU p50 {f['embed_one_cpu_p50_ms']:.1f} ms)")
         table.add_row(f"{name}: record_event", f"p50 {f['record_event_p50_ms']:.1f} ms, p95 {f['record_event_p95_ms']:.1f} ms "
                       f"(CPU p50 {f['record_event_cpu_p50_ms']:.1f} ms)")
     for count, size in result["file_bytes"].items():

@@ -33,7 +33,7 @@ from graphmem.errors import GraphmemError, InvalidInputError, NotFoundError
 from graphmem.llm.prompts import summary_request
 from graphmem.llm.schemas import SummaryOutput
 from graphmem.models import Learning, Summary
-from graphmem.store.summaries import SummaryFeed, SummaryState, summary_id
+from graphmem.store.summaries import SummaryFeed, SummaryRefresh, SummaryState, summary_id
 
 if TYPE_CHECKING:
     from graphmem.config import Settings
@@ -291,16 +291,19 @@ class SummaryService:
         if not states:
             return []
         texts = [self._compose(state, full=force or not state.summary.text) for state in states]
-        vectors = self.deps.embedder.embed(texts)  # one batch: ~5x cheaper than one call per summary
+        # one embedder call for the texts that changed; an unchanged text keeps its stored vector
+        changed = [i for i, (st, text) in enumerate(zip(states, texts))
+                   if force or not text or st.summary.refreshed_at is None or text != st.summary.text]
+        vectors: list[Any] = [None] * len(states)
+        for i, vector in zip(changed, self.deps.embedder.embed([texts[i] for i in changed]) if changed else []):
+            vectors[i] = vector
         now = self.deps.now()
-        with store.transaction():  # one commit for all of them (a commit costs more than a save)
-            return [
-                store.save_summary_refresh(
-                    st.summary.user_id, st.summary.key, text=text, embedding=vector, refreshed_at=now,
-                    consumed_staleness=st.summary.staleness, consumed_ids=st.pending,
-                ).summary
-                for st, text, vector in zip(states, texts, vectors)
-            ]
+        refreshes = [
+            SummaryRefresh(st.summary.user_id, st.summary.key, text, vector, st.summary.staleness, st.pending)
+            for st, text, vector in zip(states, texts, vectors)
+        ]
+        with store.transaction():  # one commit, two statements for all of them
+            return [st.summary for st in store.save_summary_refreshes(refreshes, now)]
 
     def _ensure_all(self, user: str) -> None:
         """Create the user's summaries that no write has created yet (forced refreshes)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -32,11 +33,18 @@ def _norm(text: str) -> str:
     return " ".join(_words(text))
 
 
+@functools.lru_cache(maxsize=4096)
+def _signature(text: str) -> tuple[frozenset[str], str]:
+    """(tokens, normalised text) of ``text``, cached: summaries compare every bullet pairwise."""
+    words = _words(text)
+    return frozenset(w for w in words if w not in _STOP), " ".join(words)
+
+
 def _similar(a: str, b: str, threshold: float = 0.75) -> bool:
     """Near-identical: same normalised text, or token Jaccard >= threshold."""
-    ta, tb = _tokens(a), _tokens(b)
+    (ta, na), (tb, nb) = _signature(a), _signature(b)
     jaccard = len(ta & tb) / len(ta | tb) if ta and tb else 0.0
-    return _norm(a) == _norm(b) or jaccard >= threshold
+    return na == nb or jaccard >= threshold
 
 
 def _gist(text: str | None, n: int = 10) -> str:

@@ -195,8 +195,9 @@ class LearningCatalog:
             "expires_at": expires,
         }
 
-    def upsert(self, learning: Learning, embedding: np.ndarray | None, content_key: str) -> None:
-        """Add or refresh one learning; ``embedding`` None keeps the current vector."""
+    def upsert(self, learning: Learning, embedding: np.ndarray | None, content_key: str, text: str | None = None) -> None:
+        """Add or refresh one learning; ``embedding`` None keeps the current vector. ``text``: its
+        search text when the caller computed it already (``search_text`` of its fields)."""
         known = learning.id in self.vectors.rows
         if embedding is None and not known:
             raise ValueError(f"learning {learning.id} is new to the catalog and needs an embedding")
@@ -217,7 +218,8 @@ class LearningCatalog:
         )
         for name, value in self._values(learning, content_key).items():
             self.cols[name][row] = value
-        text = search_text(learning.content, learning.recommendation, learning.applies_when)
+        if text is None:
+            text = search_text(learning.content, learning.recommendation, learning.applies_when)
         self.lexical.add(row, learning.user_id, learning.shared, text)
         self._written(row)
         old_key = self._key_of.get(learning.id)

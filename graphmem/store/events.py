@@ -10,7 +10,6 @@ import numpy as np
 
 from graphmem.errors import NotFoundError
 from graphmem.models import Event, Objective, utcnow
-from graphmem.store.copy import edge_table
 from graphmem.store.embed_queue import embed_queue
 from graphmem.store.kuzu_store import KuzuBase, dumps, from_db_time, loads, to_db_time
 from graphmem.store.text import search_text
@@ -19,7 +18,7 @@ EVENT_PROPS: tuple[str, ...] = (
     "id", "user_id", "session_id", "kind", "role", "direction", "is_owner", "content",
     "tool_name", "success", "objective_id", "entities", "created_at",
 )
-COPY_MIN_ROWS = 8  # from this many events on, a batch's edges are written with COPY
+BATCH_MIN_ROWS = 2  # from this many events on, they are written as a batch (LOAD FROM)
 _EVENT_RETURN = ", ".join(f"e.{p} AS {p}" for p in EVENT_PROPS) + ", e.metadata AS metadata"
 OBJECTIVE_PROPS: tuple[str, ...] = (
     "id", "user_id", "goal", "objective_type", "status", "result", "score", "started_at", "ended_at",
@@ -64,45 +63,80 @@ class EventStore(KuzuBase):
         params["search_text"] = search_text(event.content)
         params["embedding"] = None if embedding is None else [float(x) for x in embedding]
         props = ", ".join(f"{p}: ${p}" for p in params)
+        alone = not self.in_transaction()  # its own transaction: its first edges may be COPYed
         with self.transaction():
             self.write(f"CREATE (e:Event {{{props}}})", params)
-            if event.tool_name:
-                self.write(
-                    "MERGE (t:Tool {name: $name}) ON CREATE SET t.success_count = 0, t.error_count = 0, t.created_at = $ts "
-                    "WITH t MATCH (e:Event {id: $id}) MERGE (e)-[:USED_TOOL]->(t)",
-                    {"id": event.id, "name": event.tool_name, "ts": params["created_at"]},
-                )
-            if event.objective_id:
-                self.write(
-                    "MATCH (e:Event {id: $id}), (o:Objective {id: $oid}) MERGE (e)-[:PART_OF]->(o)",
-                    {"id": event.id, "oid": event.objective_id},
-                )
-            for name in event.entities:
-                self.write(
-                    "MERGE (n:Entity {name: $name}) ON CREATE SET n.kind = 'thing', n.created_at = $ts "
-                    "WITH n MATCH (e:Event {id: $id}) MERGE (e)-[:MENTIONS]->(n)",
-                    {"id": event.id, "name": name, "ts": params["created_at"]},
-                )
-            for name, kind in mentions:
-                self.write(
-                    "MERGE (n:Entity {name: $name}) ON CREATE SET n.kind = $kind, n.created_at = $ts "
-                    "WITH n MATCH (e:Event {id: $id}) MERGE (e)-[:MENTIONS]->(n)",
-                    {"id": event.id, "name": name, "kind": kind, "ts": params["created_at"]},
-                )
+            if not (alone and self._copy_first_edges(event, params["created_at"], mentions)):
+                self._merge_edges(event, params["created_at"], mentions)
             self._note_layout(event, [*event.entities, *(name for name, _ in mentions)])  # type: ignore[attr-defined]
             if embedding is None:  # the drain checks that the row exists (a rollback drops it)
                 embed_queue(self).put(event.id, event.user_id, event.content, params["search_text"])
             else:
                 self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, embedding, params["search_text"]))
 
+    def _merge_edges(self, event: Event, ts: Any, mentions: Sequence[tuple[str, str]]) -> None:
+        """One event's edges, one MERGE statement each (its anchors merged on the way)."""
+        if event.tool_name:
+            self.write(
+                "MERGE (t:Tool {name: $name}) ON CREATE SET t.success_count = 0, t.error_count = 0, t.created_at = $ts "
+                "WITH t MATCH (e:Event {id: $id}) MERGE (e)-[:USED_TOOL]->(t)",
+                {"id": event.id, "name": event.tool_name, "ts": ts},
+            )
+        if event.objective_id:
+            self.write(
+                "MATCH (e:Event {id: $id}), (o:Objective {id: $oid}) MERGE (e)-[:PART_OF]->(o)",
+                {"id": event.id, "oid": event.objective_id},
+            )
+        for name in event.entities:
+            self.write(
+                "MERGE (n:Entity {name: $name}) ON CREATE SET n.kind = 'thing', n.created_at = $ts "
+                "WITH n MATCH (e:Event {id: $id}) MERGE (e)-[:MENTIONS]->(n)",
+                {"id": event.id, "name": name, "ts": ts},
+            )
+        for name, kind in mentions:
+            self.write(
+                "MERGE (n:Entity {name: $name}) ON CREATE SET n.kind = $kind, n.created_at = $ts "
+                "WITH n MATCH (e:Event {id: $id}) MERGE (e)-[:MENTIONS]->(n)",
+                {"id": event.id, "name": name, "kind": kind, "ts": ts},
+            )
+
+    def _copy_first_edges(self, event: Event, ts: Any, mentions: Sequence[tuple[str, str]]) -> bool:
+        """When one of the event's edge tables holds no edge yet (a new file): its anchors by
+        MERGE and its edges by COPY, the same graph as :meth:`_merge_edges` (True: written).
+        Kùzu 0.11.3 gives an edge table whose first edges came from MERGE/CREATE four full-size
+        offset columns (~4.2 MB); after a COPY it stays small. Once per table and file, and only
+        when the event is its own transaction: in Kùzu 0.11.3 a MERGE of an edge after a COPY
+        into the same edge table in the same transaction can miss (edges went missing in a
+        batch of events written one insert_event each inside one transaction)."""
+        if not self.can_copy():  # type: ignore[attr-defined]
+            return False
+        tables = [("USED_TOOL", "Tool", bool(event.tool_name)), ("PART_OF", "Objective", bool(event.objective_id)),
+                  ("MENTIONS", "Entity", bool(event.entities or mentions))]
+        if all(self._rel_seeded(rel, "Event", target) for rel, target, used in tables if used):  # type: ignore[attr-defined]
+            return False
+        if event.tool_name:
+            self.write("MERGE (t:Tool {name: $name}) ON CREATE SET t.success_count = 0, t.error_count = 0, t.created_at = $ts",
+                       {"name": event.tool_name, "ts": ts})
+            self._new_edges("USED_TOOL", ("Event", "id"), ("Tool", "name"), [(event.id, event.tool_name)])  # type: ignore[attr-defined]
+        if event.objective_id:
+            self._new_edges("PART_OF", ("Event", "id"), ("Objective", "id"), [(event.id, event.objective_id)])  # type: ignore[attr-defined]
+        found = [(name, "thing") for name in event.entities] + list(mentions)
+        for name, kind in found:
+            self.write("MERGE (n:Entity {name: $name}) ON CREATE SET n.kind = $kind, n.created_at = $ts",
+                       {"name": name, "kind": kind, "ts": ts})
+        if found:
+            self._new_edges("MENTIONS", ("Event", "id"), ("Entity", "name"), [(event.id, name) for name, _ in found])  # type: ignore[attr-defined]
+        return True
+
     def insert_event_batch(
         self, items: Sequence[tuple[Event, np.ndarray]], mentions: Sequence[Sequence[tuple[str, str]]] | None = None
     ) -> None:
         """Write many events and their edges in one transaction, the same graph as
-        ``insert_event`` one by one: from a few events on, one CREATE per node, the Tool and
-        Entity nodes with one MERGE statement per label, and each edge table with one COPY
-        (instead of one statement per edge)."""
-        if len(items) < COPY_MIN_ROWS or not self.can_copy():  # type: ignore[attr-defined]
+        ``insert_event`` one by one: from two events on, the nodes with one LOAD FROM statement,
+        the Tool and Entity nodes with one MERGE statement per label, and each edge table with
+        one statement (the first edges a table gets with a COPY; see
+        ``LearningStore._new_edges``), instead of one statement per node and edge."""
+        if len(items) < BATCH_MIN_ROWS or not self.can_copy():  # type: ignore[attr-defined]
             with self.transaction():
                 for i, (event, embedding) in enumerate(items):
                     self.insert_event(event, embedding, mentions[i] if mentions is not None else ())
@@ -119,7 +153,7 @@ class EventStore(KuzuBase):
             params["created_at"] = ts = to_db_time(event.created_at)
             params["metadata"] = dumps(event.metadata)
             params["search_text"] = search_text(event.content)
-            params["embedding"] = [float(x) for x in items[i][1]]
+            params["embedding"] = np.asarray(items[i][1], dtype=np.float32)  # an Arrow column (store/copy.py)
             rows.append(params)
             if event.tool_name:
                 tools.setdefault(event.tool_name, ts)
@@ -130,25 +164,23 @@ class EventStore(KuzuBase):
             for name, kind in found:
                 entities.setdefault(name, (kind, ts))
                 mentioned.append((event.id, name))
-        props = ", ".join(f"{p}: ${p}" for p in rows[0])
         with self.transaction():
-            for params in rows:
-                self.write(f"CREATE (e:Event {{{props}}})", params)
+            self._load_nodes("Event", rows)  # type: ignore[attr-defined]
             if tools:
                 self.write(
                     "UNWIND $rows AS r MERGE (t:Tool {name: r.name}) "
                     "ON CREATE SET t.success_count = 0, t.error_count = 0, t.created_at = r.ts",
                     {"rows": [{"name": n, "ts": ts} for n, ts in tools.items()]},
                 )
-                self.copy_rows("USED_TOOL", edge_table(used))  # type: ignore[attr-defined]
+                self._new_edges("USED_TOOL", ("Event", "id"), ("Tool", "name"), used)  # type: ignore[attr-defined]
             if part_of:
-                self.copy_rows("PART_OF", edge_table(part_of))  # type: ignore[attr-defined]
+                self._new_edges("PART_OF", ("Event", "id"), ("Objective", "id"), part_of)  # type: ignore[attr-defined]
             if entities:
                 self.write(
                     "UNWIND $rows AS r MERGE (n:Entity {name: r.name}) ON CREATE SET n.kind = r.kind, n.created_at = r.ts",
                     {"rows": [{"name": n, "kind": k, "ts": ts} for n, (k, ts) in entities.items()]},
                 )
-                self.copy_rows("MENTIONS", edge_table(mentioned), "(from='Event', to='Entity')")  # type: ignore[attr-defined]
+                self._new_edges("MENTIONS", ("Event", "id"), ("Entity", "name"), mentioned)  # type: ignore[attr-defined]
             for i, ((event, embedding), params) in enumerate(zip(items, rows)):
                 extra = mentions[i] if mentions is not None else ()
                 self._note_layout(event, [*event.entities, *(name for name, _ in extra)])  # type: ignore[attr-defined]

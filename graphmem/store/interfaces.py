@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from graphmem.models import Application, Event, Learning, LearningLinks, Objective, Transition
     from graphmem.store.loop import PatternRow, WindowOutcome
     from graphmem.store.search import EventLayout
-    from graphmem.store.summaries import SummaryFeed, SummaryState
+    from graphmem.store.summaries import SummaryFeed, SummaryRefresh, SummaryState
 
 
 class Catalogs(Protocol):
@@ -159,6 +159,7 @@ class Summaries(Protocol):
         self, user_id: str, key: str, *, text: str, embedding: np.ndarray, refreshed_at: datetime,
         consumed_staleness: int, consumed_ids: Sequence[str],
     ) -> SummaryState: ...
+    def save_summary_refreshes(self, refreshes: Sequence[SummaryRefresh], refreshed_at: datetime) -> list[SummaryState]: ...
     def summary_embedding(self, user_id: str, key: str) -> np.ndarray | None: ...
     def summary_learning_ids(self, user_id: str, key: str) -> list[str]: ...
 

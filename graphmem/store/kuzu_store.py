@@ -93,6 +93,7 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
         self._local = threading.local()
         self._closed = False
         self._tx_depth = 0
+        self._tx_serial = 0
         self._after_commit: list[Callable[[], None]] = []
         self._deferred: deque[Callable[[], None]] = deque()  # writes queued for the background writer
         self._deferred_cond = threading.Condition()
@@ -263,6 +264,7 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
             except RuntimeError as e:
                 raise StoreError(f"could not start a transaction: {e}") from e
             self._tx_depth = 1
+            self._tx_serial += 1  # tells this transaction's batch writes apart (store/learnings.py)
             self._after_commit = []
             try:
                 yield

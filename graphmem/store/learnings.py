@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 from pydantic import ValidationError
 
-from graphmem.errors import NotFoundError, StoreError
+from graphmem.errors import InvalidInputError, NotFoundError, StoreError
 from graphmem.models import Learning, LearningLinks, Transition
-from graphmem.store.copy import copy_into, edge_table, node_table
+from graphmem.store.copy import copy_into, edge_table, load_edges, load_nodes
 from graphmem.store.kuzu_store import KuzuBase, from_db_time, to_db_time
 from graphmem.store.text import content_key, search_text
 
@@ -136,7 +136,6 @@ def _named(links: LearningLinks, kind: str) -> list[str]:
     return list(links.topics if kind == "topic" else links.entities)
 
 
-COPY_MIN_ROWS = 8  # from this many new learnings (or events) on, their edges are written with COPY
 
 _SET_ALL = ", ".join(f"l.{p} = ${p}" for p in LEARNING_PROPS if p != "id")
 
@@ -176,46 +175,123 @@ class LearningStore(KuzuBase):
     def insert_learnings(self, items: Sequence[tuple[Learning, np.ndarray, LearningLinks]]) -> None:
         """Write new learnings with their nodes and edges in one transaction.
 
-        One CREATE per node; edges: from ``COPY_MIN_ROWS`` learnings on, one COPY per edge table
-        (:mod:`graphmem.store.copy`), fewer: one CREATE per edge (the learnings are new), except
-        that the first edges an edge table ever gets are COPYed (:meth:`_rels_seeded`). (The
-        nodes themselves are not COPYed while the table has a full-text index: in Kùzu 0.11.3 a
-        COPY into a table with a full-text index fails, or corrupts memory, after any update of it.)
+        A batch (two or more, on a local Kùzu file): the nodes with one ``LOAD FROM`` statement,
+        the anchors with one MERGE per label and each edge table's edges with one statement
+        (:mod:`graphmem.store.copy`); nothing in it is a COPY once every edge table it writes
+        holds edges (the first edges of a table are COPYed, see :meth:`_rel_seeded`), so its
+        commit goes to the write-ahead log without the checkpoint a COPY forces. One learning:
+        one CREATE for the node and one per edge (primary-key lookups).
         """
         if not items:
             return
+        batch = len(items) >= 2 and self.can_copy()
         rows = []
         for learning, embedding, _ in items:
             params = learning_params(learning)
-            params["embedding"] = [float(x) for x in embedding]
+            params["embedding"] = np.asarray(embedding, dtype=np.float32) if batch else [float(x) for x in embedding]
             rows.append(params)
         entries = [(learning.id, links, learning.created_at, learning.user_id) for learning, _, links in items]
-        # One CREATE per node: an UNWIND over rows of this many columns, some strings null in
-        # some rows, made a later SET on those nodes segfault Kùzu 0.11.3 (reproduced in
-        # tests/test_memory_core.py::test_batch_rows_with_null_strings_can_be_updated).
-        props = ", ".join(f"{p}: ${p}" for p in rows[0])
         with self.transaction():
-            if len(items) >= COPY_MIN_ROWS and self._can_copy_nodes():
-                self.copy_rows("Learning", node_table(self._table_columns_of("Learning"), rows))
-            else:
-                for params in rows:
-                    self.write(f"CREATE (l:Learning {{{props}}})", params)
-            if self.can_copy() and (len(items) >= COPY_MIN_ROWS or not self._rels_seeded(entries)):
+            if batch:
+                self._load_nodes("Learning", rows)
                 self._copy_links(entries)
             else:
-                self._link_many(entries, new=True)
+                props = ", ".join(f"{p}: ${p}" for p in rows[0])
+                if len(rows) == 1 and not (self.can_copy() and not self._rels_seeded(entries)):
+                    self._create_linked(props, rows[0], entries[0])  # one statement for the node and its anchors
+                else:
+                    for params in rows:
+                        self.write(f"CREATE (l:Learning {{{props}}})", params)
+                    if self.can_copy() and not self._rels_seeded(entries):
+                        self._copy_links(entries)
+                    else:
+                        self._link_many(entries, new=True)
             for (learning, embedding, _), params in zip(items, rows):
-                self.on_commit(functools.partial(self._committed, learning, embedding, params["content_key"]))
+                self.on_commit(functools.partial(self._committed, learning, embedding, params["content_key"],
+                                                 params["search_text"]))
+
+    def _create_linked(self, props: str, params: dict[str, Any], entry: tuple[str, LearningLinks, datetime, str]) -> None:
+        """Inside a transaction: CREATE one new learning and its edges to its anchors (merged) in one
+        statement (a statement costs ~1 ms of CPU whatever it writes); its objective and source
+        event edges and its co-occurrence counts as in :meth:`_link_many`."""
+        ident, links, when, user_id = entry
+        clauses = [f"CREATE (l:Learning {{{props}}})"]
+        values = dict(params)
+        for kind, (rel, label) in _ANCHOR_REL.items():
+            for name in dict.fromkeys(_named(links, kind)):
+                var = f"anchor{len(clauses)}"
+                on_create = _ANCHOR_MERGE[kind].split(" ON CREATE SET ", 1)[1]
+                on_create = re.sub(r"\b[teo]\.", f"{var}.", on_create).replace("r.ts", "$anchor_ts")
+                clauses.append(f"WITH l MERGE ({var}:{label} {{name: ${var}}}) ON CREATE SET {on_create} "
+                               f"CREATE (l)-[:{rel}]->({var})")
+                values[var] = name
+        if len(clauses) > 1:
+            values["anchor_ts"] = to_db_time(when)
+        self.write(" ".join(clauses), values)
+        if links.objective_id or links.source_event_id:
+            rest = LearningLinks(objective_id=links.objective_id, source_event_id=links.source_event_id)
+            self._link_many([(ident, rest, when, user_id)], new=True)
+        self._relate(Counter((user_id, *p) for p in _cooccurring(links.topics, links.entities)), copy_new=True)
+
+    def _load_nodes(self, label: str, rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
+        """Inside a transaction: CREATE ``label`` nodes from ``rows`` with one LOAD FROM statement
+        (:func:`graphmem.store.copy.load_nodes`); returns their offset span, which the edge
+        writes of the same transaction use (:meth:`_fresh_span`)."""
+        try:
+            lo, hi = load_nodes(self._conn_main, label, self._table_columns_of(label), rows)
+        except UnicodeEncodeError as e:  # Arrow refuses what check_db_params refuses for statements
+            raise InvalidInputError(f"a value for the database ({label}) contains a lone surrogate, which is "
+                                    "not valid Unicode text; nothing was written") from e
+        except RuntimeError as e:
+            raise StoreError(f"write failed: {e}") from e
+        spans: dict[str, tuple[int, int, int]] = self.__dict__.setdefault("_fresh_spans", {})
+        serial = getattr(self, "_tx_serial", 0)
+        old = spans.get(label)
+        if old is not None and old[0] == serial:  # a second batch in the same transaction
+            lo, hi = min(lo, old[1]), max(hi, old[2])
+        spans[label] = (serial, lo, hi)
+        return lo, hi
+
+    def _fresh_span(self, label: str) -> tuple[int, int] | None:
+        """The offset span of the ``label`` nodes created by :meth:`_load_nodes` in the current
+        transaction (None if none were)."""
+        got = self.__dict__.get("_fresh_spans", {}).get(label)
+        if got is None or got[0] != getattr(self, "_tx_serial", 0) or not self.in_transaction():
+            return None
+        return got[1], got[2]
+
+    def _new_edges(self, rel: str, source: tuple[str, str], target: tuple[str, str],
+                   pairs: Sequence[tuple[str, str]]) -> None:
+        """Inside a transaction: ``rel`` edges from nodes created in it (``source``: label, key
+        property) to existing ``target`` nodes (label, key property), one per distinct pair.
+
+        The first edges a table gets are COPYed (:meth:`_rel_seeded`); later ones are one
+        LOAD FROM statement over the new nodes' offset span, or, without a span, one CREATE per
+        edge (primary-key lookups)."""
+        if not pairs:
+            return
+        (slabel, skey), (tlabel, tkey) = source, target
+        if not self._rel_seeded(rel, slabel, tlabel):
+            self.copy_rows(rel, edge_table(pairs), f"(from='{slabel}', to='{tlabel}')")
+            self._mark_seeded(rel, slabel, tlabel)
+            return
+        span = self._fresh_span(slabel)
+        if span is not None:
+            try:
+                load_edges(self._conn_main, rel, (slabel, skey, span), target, pairs)
+            except UnicodeEncodeError as e:
+                raise InvalidInputError(f"a {rel} edge names a value with a lone surrogate; nothing was written") from e
+            except RuntimeError as e:
+                raise StoreError(f"write failed: {e}") from e
+            return
+        one = f"MATCH (a:{slabel} {{{skey}: $s}}), (b:{tlabel} {{{tkey}: $d}}) CREATE (a)-[:{rel}]->(b) RETURN count(*) AS n"
+        for a, b in dict.fromkeys(pairs):
+            if int(self.write(one, {"s": a, "d": b})[0]["n"]) != 1:
+                raise StoreError(f"write failed: {rel} edge {a!r} -> {b!r} found no end node")
 
     def can_copy(self) -> bool:
         """Whether batch writes may use COPY (a local Kùzu connection; not a Bolt engine)."""
         return isinstance(getattr(self, "_conn_main", None), kuzu.Connection)
-
-    def _can_copy_nodes(self) -> bool:
-        """Whether new nodes may be COPYed (inside a write transaction): only while Kùzu's
-        full-text indexes are dropped (store/fulltext.py). In Kùzu 0.11.3 a COPY into a table with
-        a full-text index fails, or corrupts memory, after any update of that table."""
-        return self.can_copy() and not getattr(self, "_fulltext_built", True)
 
     def _table_columns_of(self, label: str) -> list[tuple[str, str]]:
         """(name, Kùzu type) of a table's columns in order (cached: the schema is fixed once open)."""
@@ -236,7 +312,8 @@ class LearningStore(KuzuBase):
 
     def _copy_links(self, entries: Sequence[tuple[str, LearningLinks, datetime, str]]) -> None:
         """Inside a transaction: the anchors of new learnings with one MERGE statement per label,
-        and their edges with one COPY per relationship table (``_link_many``'s graph)."""
+        and their edges with one statement per relationship table (``_link_many``'s graph):
+        :meth:`_new_edges`."""
         anchors: dict[str, dict[str, Any]] = {kind: {} for kind in _ANCHOR_MERGE}
         pairs: dict[str, list[tuple[str, str]]] = {kind: [] for kind in _ANCHOR_MERGE}
         rest: list[tuple[str, LearningLinks, datetime, str]] = []
@@ -257,8 +334,7 @@ class LearningStore(KuzuBase):
                 self.write(cypher, {"rows": [{"name": n, "ts": ts} for n, ts in anchors[kind].items()]})
             if pairs[kind]:
                 rel, target = _ANCHOR_REL[kind]
-                self.copy_rows(rel, edge_table(pairs[kind]), f"(from='Learning', to='{target}')")
-                self._mark_seeded(rel, "Learning", target)
+                self._new_edges(rel, ("Learning", "id"), (target, "name"), pairs[kind])
         if rest:
             self._link_many(rest)
         self._relate(related, copy_new=True)  # the anchors were merged above
@@ -378,8 +454,8 @@ class LearningStore(KuzuBase):
         key = params["content_key"]
         self.on_commit(lambda: self._committed(learning, embedding, key))
 
-    def _committed(self, learning: Learning, embedding: np.ndarray | None, key: str) -> None:
-        self.learning_catalog.upsert(learning, embedding, key)
+    def _committed(self, learning: Learning, embedding: np.ndarray | None, key: str, text: str | None = None) -> None:
+        self.learning_catalog.upsert(learning, embedding, key, text)
         self._remember(learning)
         self._dirty().add(learning.id)
 

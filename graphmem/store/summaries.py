@@ -55,6 +55,19 @@ class SummaryFeed:
     threshold: int
 
 
+@dataclass(frozen=True)
+class SummaryRefresh:
+    """One summary's refreshed text for :meth:`SummaryStore.save_summary_refreshes` (``embedding``
+    None: the text did not change, the stored embedding is kept)."""
+
+    user_id: str
+    key: str
+    text: str
+    embedding: Any
+    consumed_staleness: int
+    consumed_ids: Sequence[str]
+
+
 @dataclass
 class SummaryState:
     """A summary with its pending (changed since refresh) learning ids."""
@@ -118,7 +131,11 @@ class SummaryStore(KuzuBase):
             f"RETURN {_SUMMARY_RETURN}",
             {"lid": learning_id, "rows": rows},
         )
-        if link:
+        if link and self.can_copy() and not self._rel_seeded("SUMMARIZED_IN", "Learning", "Summary"):  # type: ignore[attr-defined]
+            # the first edges by COPY (a table whose first edges are CREATEd takes ~1-4 MB more)
+            self._new_edges("SUMMARIZED_IN", ("Learning", "id"), ("Summary", "id"),  # type: ignore[attr-defined]
+                            [(learning_id, sid) for sid in link])
+        elif link:
             self.write(
                 "MATCH (l:Learning {id: $lid}) UNWIND $ids AS sid MATCH (s:Summary {id: sid}) "
                 "CREATE (l)-[:SUMMARIZED_IN]->(s)",
@@ -162,9 +179,7 @@ class SummaryStore(KuzuBase):
             f"RETURN {_SUMMARY_RETURN}",
             {"rows": list(rows.values())},
         )
-        from graphmem.store.copy import edge_table
-
-        self.copy_rows("SUMMARIZED_IN", edge_table(edges))  # type: ignore[attr-defined]
+        self._new_edges("SUMMARIZED_IN", ("Learning", "id"), ("Summary", "id"), edges)  # type: ignore[attr-defined]
         return [_state_from_row(r) for r in out]
 
     def summary_inputs(self, ids: Sequence[str]) -> list[Learning]:
@@ -326,6 +341,52 @@ class SummaryStore(KuzuBase):
         getattr(self, "_summary_text_cache", {}).pop(sid, None)
         return _state_from_row(out[0])
 
+    def save_summary_refreshes(self, refreshes: Sequence[SummaryRefresh], refreshed_at: datetime) -> list[SummaryState]:
+        """:meth:`save_summary_refresh` for many summaries in two statements (one read, one write).
+
+        A refresh whose ``embedding`` is None keeps the summary's stored embedding (its text did
+        not change). Returns the saved states in the order given.
+        """
+        if not refreshes:
+            return []
+        ids = [summary_id(r.user_id, r.key) for r in refreshes]
+        with self.transaction():
+            rows = self.read(f"MATCH (s:Summary) WHERE s.id IN $ids RETURN {_SUMMARY_RETURN}", {"ids": ids})
+            current = {row["id"]: _state_from_row(row) for row in rows}
+            saved: dict[str, SummaryState] = {}
+            updates: list[dict[str, Any]] = []
+            for sid, r in zip(ids, refreshes):
+                state = current.get(sid)
+                if state is None:
+                    continue
+                gone = set(r.consumed_ids)
+                updates.append({"id": sid, "text": r.text,
+                                "staleness": max(0, state.summary.staleness - r.consumed_staleness),
+                                "pending": [p for p in state.pending if p not in gone], "embedding": r.embedding})
+            for with_vector in (True, False):
+                group = [u for u in updates if (u["embedding"] is not None) == with_vector]
+                if not group:
+                    continue
+                vectors = ", s.embedding = r.embedding" if with_vector else ""
+                rows = self.write(
+                    f"UNWIND $rows AS r MATCH (s:Summary {{id: r.id}}) SET s.text = r.text{vectors}, "
+                    "s.refreshed_at = $at, s.staleness = r.staleness, s.pending = CAST(r.pending AS STRING[]) "
+                    f"RETURN {_SUMMARY_RETURN}",
+                    {"rows": [{**u, "embedding": [float(x) for x in u["embedding"]]} if with_vector
+                              else {k: v for k, v in u.items() if k != "embedding"} for u in group],
+                     "at": to_db_time(refreshed_at)},
+                )
+                saved.update((row["id"], _state_from_row(row)) for row in rows)
+            out = [saved[sid] for sid in ids if sid in saved]
+            self.on_commit(lambda: self._forget_summary_texts(ids))
+        self._forget_summary_texts(ids)
+        return out
+
+    def _forget_summary_texts(self, ids: Sequence[str]) -> None:
+        cache = getattr(self, "_summary_text_cache", {})
+        for sid in ids:
+            cache.pop(sid, None)
+
     def summary_embedding(self, user_id: str, key: str) -> np.ndarray | None:
         """The stored embedding of a summary's text (None before its first refresh)."""
         rows = self.read("MATCH (s:Summary {id: $id}) RETURN s.embedding AS e", {"id": summary_id(user_id, key)})
@@ -342,4 +403,4 @@ class SummaryStore(KuzuBase):
         return [r["id"] for r in rows]
 
 
-__all__ = ["SummaryFeed", "SummaryState", "SummaryStore", "summary_id"]
+__all__ = ["SummaryFeed", "SummaryRefresh", "SummaryState", "SummaryStore", "summary_id"]

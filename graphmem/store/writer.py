@@ -30,6 +30,7 @@ class DeferredWriter:
     # stores with their own ``__init__`` have them too).
     _hot = 0
     deferred_max_delay_s = 0.25
+    _tx_serial = 0  # +1 at every BEGIN (batch writes tell their own transaction's nodes by it)
 
     if TYPE_CHECKING:  # provided by KuzuBase
         path: Any
@@ -134,6 +135,7 @@ class DeferredWriter:
             conn = self._conn_main
             self._after_commit = []
             self._side_thread = threading.get_ident()
+            self._tx_serial += 1
             ok = False
             try:
                 conn.execute("BEGIN TRANSACTION")
