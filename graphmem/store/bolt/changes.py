@@ -78,6 +78,8 @@ def changes_of(store: Any, fn: Callable[[], None]) -> list[str]:
         return [f"E:{env['event'].id}"]
     if "_summary_text_cache" in names and "sid" in env:
         return [f"S:{env['sid']}"]
+    if "_forget_summary_texts" in names and "ids" in env:  # a batch of summary refreshes
+        return [f"S:{i}" for i in env["ids"]]
     return ["*"]
 
 
