@@ -146,8 +146,10 @@ class Settings(BaseModel):
     # (ScanMatrix.cosine_block; the same cosines, without gathering the rows every call)
     vector_scan_blocks: bool = True
     # context(): run the filters, name linking and full-text search in a helper thread while the
-    # caller's thread embeds the query (the same results; graphmem/retrieve/service.py Aside)
-    context_overlap_embedding: bool = True
+    # caller's thread embeds the query (the same results; graphmem/retrieve/service.py Aside).
+    # Off: on a quiet 2-core machine it measured slower (the helper's Python work and the
+    # embedding's operators take turns on the GIL), see README "Kept vector blocks"
+    context_overlap_embedding: bool = False
     # from vector_ann_min_rows learnings on (0: never) the mirror also keeps an HNSW index
     # (graphmem/store/ann.py, usearch): built in the background after open, saved beside the file
     # (<file>.ann); it proposes the vector candidates (reranked exactly) when at least
