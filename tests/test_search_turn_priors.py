@@ -3,12 +3,11 @@ loses), each a weight in Settings that leaves the ranking unchanged at 0."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
 
 from graphmem import Memory
-from graphmem.embed import HashEmbedder
+from tests.test_search_speaker import _mem as _speaker_mem
+from tests.test_search_speaker import _record
 
 # signals that depend on the best hits are off, so a prior moves only the turn it applies to
 _QUIET = {"search_weight_rocchio": 0.0, "search_weight_prf": 0.0, "search_weight_hop": 0.0,
@@ -16,18 +15,7 @@ _QUIET = {"search_weight_rocchio": 0.0, "search_weight_prf": 0.0, "search_weight
 
 
 def _mem(tmp_path, **settings: object) -> Memory:
-    mem = Memory(tmp_path / "db.kuzu", user="u", embedder=HashEmbedder())
-    mem.settings = mem.settings.model_copy(update={**_QUIET, **settings})
-    return mem
-
-
-def _record(mem: Memory, rows: list[tuple[str, str, str]]) -> None:
-    when = datetime(2023, 5, 8, tzinfo=UTC)
-    mem.record_events([
-        {"kind": "message", "content": text, "role": who, "entities": [who], "session_id": session,
-         "created_at": when + timedelta(minutes=i)}
-        for i, (session, who, text) in enumerate(rows)
-    ])
+    return _speaker_mem(tmp_path, **{**_QUIET, **settings})
 
 
 def _scores(mem: Memory, query: str) -> dict[str, tuple[float, list[str]]]:
