@@ -253,7 +253,7 @@ class SearchStore(KuzuBase):
         """Names of the entities the user's events mention (read once, then kept on the user's
         layout and grown with each write)."""
         layout = self.event_layout(user_id)
-        with self._layout_lock():
+        with self._lock.shared(), self._layout_lock():  # shared first: see event_layout
             if layout.names is None:
                 rows = self.read(
                     "MATCH (e:Event)-[:MENTIONS]->(n:Entity) WHERE e.user_id = $user RETURN DISTINCT n.name AS name",
@@ -294,7 +294,10 @@ class SearchStore(KuzuBase):
         by the events catalogued since (their rows noted at write time, else read by id)."""
         catalog = self.event_catalog
         cache = self._search_cache()
-        with self._layout_lock():
+        # Lock order: the store's shared hold, then the layout lock. Growing a layout may read
+        # the file (a shared hold); taken under the layout lock alone, that read could wait for
+        # a queued writer while a searcher holding the store shared waits for the layout lock.
+        with self._lock.shared(), self._layout_lock():
             layout: EventLayout | None = cache.get(("layout", user_id))
             if layout is None or layout.generation != catalog.generation or layout.seen > len(catalog):
                 layout = self._build_layout(user_id)
