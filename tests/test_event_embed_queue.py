@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from graphmem import Memory, Settings
 from graphmem.store import health
+from tests.test_event_layout import write_while_searching
 
 LATER = Settings(event_embed_later=True)
 
@@ -73,38 +72,7 @@ def test_a_crash_before_the_drain_loses_only_the_embedding(make_memory: Callable
 def test_concurrent_queued_writes_and_searches(make_memory: Callable[..., Memory]) -> None:
     mem = make_memory(settings=Settings(event_embed_later=True, event_embed_queue_max=5))
     mem.record_events([{"kind": "message", "content": f"seed turn {i}", "session_id": "s0"} for i in range(6)])
-    errors: list[BaseException] = []
-    missed: list[str] = []
-    stop = time.monotonic() + 60  # watchdog: no thread runs past it
-
-    def writer(w: int) -> None:
-        try:
-            for i in range(12):
-                if time.monotonic() > stop:
-                    return
-                text = f"writer {w} note {i} Quokka{w}x{i}"
-                event = mem.record_event("message", text, session_id=f"w{w}")
-                if i % 3 == 0 and event.id not in {h.id for h in mem.search(text, over="events", k=5)}:
-                    missed.append(text)
-        except BaseException as e:
-            errors.append(e)
-
-    def reader() -> None:
-        try:
-            while time.monotonic() < stop and any(t.is_alive() for t in writers):
-                mem.search("Quokka note", over="events", k=5)
-        except BaseException as e:
-            errors.append(e)
-
-    writers = [threading.Thread(target=writer, args=(w,), daemon=True) for w in range(3)]
-    readers = [threading.Thread(target=reader, daemon=True) for _ in range(2)]
-    for t in writers + readers:
-        t.start()
-    for t in writers + readers:
-        t.join(timeout=max(0.0, stop - time.monotonic()) + 5)
-    assert not any(t.is_alive() for t in writers + readers), "a thread hung"
-    assert not errors, errors
-    assert not missed
+    write_while_searching(mem, notes=12, check_every=3, query="Quokka note")
     mem.search("anything", over="events", k=1)
     assert mem.store.pending_embeddings() == 0 and len(mem.store.event_catalog) == 6 + 36
     assert mem.store.event_layout("alice").same_as(mem.store._build_layout("alice"))  # type: ignore[attr-defined]

@@ -111,22 +111,22 @@ def test_layout_written_by_another_process_is_read_by_id(make_memory: Callable[.
     assert ("noted turn" in grown.content) and any(name == "Hal" for _, name in grown.mention_rows)
 
 
-def test_concurrent_writes_and_searches(make_memory: Callable[..., Memory]) -> None:
-    mem = make_memory()
-    _seed(mem)
-    mem.search("lake", over="events", k=3)
+def write_while_searching(mem: Memory, *, notes: int, check_every: int, query: str, seconds: float = 60) -> None:
+    """Three threads record ``notes`` events each (each ``check_every``-th must be found by a
+    search right after it), while two threads search ``query``; under a watchdog of ``seconds``:
+    no thread hangs, nothing raises, no written event is missed."""
     errors: list[BaseException] = []
     missed: list[str] = []
-    stop = time.monotonic() + 60  # watchdog: no thread runs past it
+    stop = time.monotonic() + seconds  # watchdog: no thread runs past it
 
     def writer(w: int) -> None:
         try:
-            for i in range(15):
+            for i in range(notes):
                 if time.monotonic() > stop:
                     return
                 text = f"writer {w} note {i} Quokka{w}x{i}"
                 event = mem.record_event("message", text, session_id=f"w{w}")
-                if event.id not in {h.id for h in mem.search(text, over="events", k=5)}:
+                if i % check_every == 0 and event.id not in {h.id for h in mem.search(text, over="events", k=5)}:
                     missed.append(text)
         except BaseException as e:
             errors.append(e)
@@ -134,7 +134,7 @@ def test_concurrent_writes_and_searches(make_memory: Callable[..., Memory]) -> N
     def reader() -> None:
         try:
             while time.monotonic() < stop and any(t.is_alive() for t in writers):
-                mem.search("violin harbour lake", over="events", k=5)
+                mem.search(query, over="events", k=5)
         except BaseException as e:
             errors.append(e)
 
@@ -147,6 +147,13 @@ def test_concurrent_writes_and_searches(make_memory: Callable[..., Memory]) -> N
     assert not any(t.is_alive() for t in writers + readers), "a thread hung"
     assert not errors, errors
     assert not missed
+
+
+def test_concurrent_writes_and_searches(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    _seed(mem)
+    mem.search("lake", over="events", k=3)
+    write_while_searching(mem, notes=15, check_every=1, query="violin harbour lake")
     layout = mem.store.event_layout("alice")
     assert len(layout) == 12 + 45
     assert layout.same_as(mem.store._build_layout("alice"))  # type: ignore[attr-defined]
