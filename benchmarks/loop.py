@@ -2,7 +2,7 @@
 
     python -m benchmarks.loop [--episodes 400] [--seed 0] [--seeds 1] [--window 40]
                               [--exploration B] [--compare-exploration B2] [--counters-off] [--no-used]
-                              [--set NAME=VALUE ...] [--jobs N]
+                              [--set NAME=VALUE ...] [--jobs N] [--modes M1,M2]
                               [--embedder hash|minilm] [--json] [--save]
 
 Results go to benchmarks/results/local/ (ignored); ``--save`` writes benchmarks/results/.
@@ -46,7 +46,12 @@ ever made; ``guess, right one hidden``: a right one was in use but the agent did
 dropped, on canary or ranked out; ``guess, wrong one hidden``; ``guess``: none in use), else the
 origin of the wrong learning acted on (``offline``, ``correction``, ``evolved``), whether the agent
 had acted on it before (``first`` / ``again``) and whether a right one was in use too. The split
-reads the answer key, for the report only: the agent never sees it.
+reads the answer key, for the report only: the agent never sees it. With several seeds, the
+paired "prior on − off" line also gives its ceiling per seed (:func:`ceiling`): prior off's failures
+minus prior on's unavoidable ones (a guess before anything about the slot was learned, a wrong
+learning on its first showing with no right one in use), the most any ranking could win, and how
+often prior off acted on a wrong learning again. ``--modes`` runs only some modes (e.g.
+``vanilla,online only``).
 """
 
 from __future__ import annotations
@@ -147,6 +152,7 @@ class LoopConfig:
     counters_off: bool = False  # add a run per mode with the prior and the success-rate filter off
     report_used: bool = True  # the agent names the learning it acted on (used=[id]); else credit by rank
     overrides: dict[str, Any] = field(default_factory=dict)  # Settings fields for every run
+    modes: tuple[str, ...] = MODES  # the modes to run (--modes: fewer, sooner)
 
 
 @dataclass
@@ -367,7 +373,7 @@ def simulate(cfg: LoopConfig, *, embedder: Embedder | None = None, progress: Any
     emb = embedder or make_embedder(cfg.embedder)
     tasks = task_stream(cfg)
     runs: list[RunStats] = []
-    for mode in MODES:
+    for mode in (m for m in MODES if m in cfg.modes):
         variants: list[tuple[bool, float | None, bool]] = (
             [(True, None, True)] if mode == "vanilla" else [(True, None, True), (False, None, True)]
         )
@@ -433,6 +439,28 @@ def print_table(result: dict[str, Any], console: Any) -> None:
                           + ", ".join(f"{k} {v}" for k, v in sorted(causes.items(), key=lambda kv: -kv[1])) + "[/dim]")
 
 
+def failure_split(causes: dict[str, int]) -> dict[str, int]:
+    """A run's true failures (``failure_causes``) in three parts, for the report (answer key):
+
+    - ``unavoidable``: what no ranking can win back: a guess before anything about the slot was
+      learned (the slot's first tasks, and failures the owner did not correct), or a wrong
+      learning (stale historical, wrong correction, evolved) on its first showing while no right
+      one was in use;
+    - ``repeats``: a wrong learning acted on again;
+    - ``other``: the rest (a guess while something about the slot was in use or had been, a wrong
+      learning on its first showing while a right one was in use).
+    """
+    out = {"unavoidable": 0, "repeats": 0, "other": 0}
+    for cause, n in causes.items():
+        if cause == "guess, nothing learned yet" or cause.endswith(" first"):
+            out["unavoidable"] += n
+        elif " again" in cause:
+            out["repeats"] += n
+        else:
+            out["other"] += n
+    return out
+
+
 def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
     """Several seeds' results: per run, the overall success mean ± sd and the curves' mean ± sd."""
     import statistics
@@ -452,6 +480,8 @@ def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
             "injections_accepted": sum(r["injections_accepted"] for r in rs),
             "injections": sum(r["injections"] for r in rs),
             "retired": sum(r.get("retired", 0) for r in rs),
+            "failures_by_seed": [failure_split(r.get("failure_causes") or {}) for r in rs],
+            "episodes_by_seed": [res["config"]["episodes"] for res in per_seed],
             "failure_causes": {k: sum((r.get("failure_causes") or {}).get(k, 0) for r in rs)
                                for k in sorted({k for r in rs for k in (r.get("failure_causes") or {})})},
         })
@@ -466,6 +496,7 @@ def paired(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     import statistics
 
     by = {r["name"]: r["overall_by_seed"] for r in runs}
+    runs_by = {r["name"]: r for r in runs}
     on: dict[str, str] = {}
     for r in runs:
         if "(prior on" in r["name"]:
@@ -487,7 +518,31 @@ def paired(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         diff = [100 * (x - y) for x, y in zip(by[a], by[b])]
         out[label] = {"mean": statistics.fmean(diff), "sd": statistics.stdev(diff) if len(diff) > 1 else 0.0,
                       "by_seed": diff, "min": min(diff)}
+        if label.endswith("prior on − off"):
+            out[label].update(ceiling(runs_by.get(a), runs_by.get(b)))
     return out
+
+
+def ceiling(on: dict[str, Any] | None, off: dict[str, Any] | None) -> dict[str, Any]:
+    """The largest margin the prior-on run could have over the prior-off run, per seed (points):
+    ``ceiling``: prior off's failures minus prior on's unavoidable ones (:func:`failure_split`),
+    i.e. the margin if prior on had failed only where no ranking can help; ``off_repeats``:
+    how often prior off acted on a wrong learning again (the share of the ceiling a ranking by
+    the counters can address). Empty when the runs carry no failure split."""
+    if not on or not off or "failures_by_seed" not in on or "failures_by_seed" not in off:
+        return {}
+    import statistics
+
+    eps = on["episodes_by_seed"]
+    ceil = [100 * (sum(f.values()) - u["unavoidable"]) / n
+            for f, u, n in zip(off["failures_by_seed"], on["failures_by_seed"], eps)]
+    rep = [100 * f["repeats"] / n for f, n in zip(off["failures_by_seed"], eps)]
+
+    def sd(v: list[float]) -> float:
+        return statistics.stdev(v) if len(v) > 1 else 0.0
+
+    return {"ceiling_by_seed": ceil, "ceiling_mean": statistics.fmean(ceil), "ceiling_sd": sd(ceil),
+            "off_repeats_by_seed": rep, "off_repeats_mean": statistics.fmean(rep), "off_repeats_sd": sd(rep)}
 
 
 def print_spread(result: dict[str, Any], console: Any) -> None:
@@ -504,11 +559,13 @@ def print_spread(result: dict[str, Any], console: Any) -> None:
     console.print(t)
     if result.get("paired"):
         p = Table(title="paired over the seeds (points of overall success)")
-        for col in ("comparison", "mean ± sd", "min", "by seed"):
+        for col in ("comparison", "mean ± sd", "min", "by seed", "ceiling (by seed)"):
             p.add_column(col)
         for label, d in result["paired"].items():
+            ceil = (f"{d['ceiling_mean']:.1f} ± {d['ceiling_sd']:.1f} ("
+                    + " ".join(f"{v:.1f}" for v in d["ceiling_by_seed"]) + ")") if "ceiling_by_seed" in d else ""
             p.add_row(label, f"{d['mean']:+.1f} ± {d['sd']:.1f}", f"{d['min']:+.1f}",
-                      " ".join(f"{v:+.1f}" for v in d["by_seed"]))
+                      " ".join(f"{v:+.1f}" for v in d["by_seed"]), ceil)
         console.print(p)
 
 
@@ -564,6 +621,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the agent does not say which learning it acted on (credit shared by rank)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="override a Settings field in every run (repeatable), e.g. credit_min_share=0")
+    ap.add_argument("--modes", default=",".join(d.modes),
+                    help="comma-separated modes to run (default: all three), e.g. 'vanilla,online only'")
     ap.add_argument("--embedder", choices=["hash", "minilm"], default=d.embedder)
     ap.add_argument("--json", action="store_true", help="print the result as JSON on stdout (tables go to stderr)")
     ap.add_argument("--seeds", type=int, default=1, help="run seeds seed..seed+N-1; report mean ± sd and a band")
@@ -579,11 +638,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.episodes < 1 or args.window < 1:
         print("--episodes and --window must be >= 1", file=sys.stderr)
         return 2
+    unknown = [m.strip() for m in args.modes.split(",") if m.strip() not in MODES]
+    if unknown:
+        print(f"unknown mode(s) {unknown}; use some of {', '.join(MODES)}", file=sys.stderr)
+        return 2
     cfg = LoopConfig(episodes=args.episodes, seed=args.seed, window=args.window, cycle_every=args.cycle,
                      noise=args.noise, correct=args.correct, wrong=args.wrong, inject=args.inject,
                      embedder=args.embedder, exploration=args.exploration,
                      compare_exploration=args.compare_exploration, counters_off=args.counters_off,
-                     report_used=not args.no_used,
+                     report_used=not args.no_used, modes=tuple(m.strip() for m in args.modes.split(",")),
                      overrides=_overrides(args.set))
     console = Console(stderr=args.json)
     with _stdout_to_stderr(args.json):

@@ -1,0 +1,45 @@
+"""The loop benchmark's failure split and the ceiling of the quality prior's margin."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.loop import LoopConfig, aggregate, failure_split, simulate
+from graphmem.embed import HashEmbedder
+
+
+def test_failure_split_sorts_causes_into_unavoidable_repeats_and_other() -> None:
+    causes = {
+        "guess, nothing learned yet": 7,
+        "correction first": 2,
+        "offline first": 1,
+        "correction first, right one in use": 3,
+        "correction again": 4,
+        "offline again, right one in use": 5,
+        "guess, right one hidden": 6,
+        "guess": 1,
+    }
+    split = failure_split(causes)
+    assert split == {"unavoidable": 7 + 2 + 1, "repeats": 4 + 5, "other": 3 + 6 + 1}
+    assert sum(split.values()) == sum(causes.values())
+
+
+def test_failure_split_of_nothing_is_zero() -> None:
+    assert failure_split({}) == {"unavoidable": 0, "repeats": 0, "other": 0}
+
+
+def test_the_prior_margin_never_exceeds_its_ceiling() -> None:
+    per_seed = [simulate(LoopConfig(episodes=40, window=20, cycle_every=20, slots=3, seed=s, noise=0.2, wrong=0.3),
+                         embedder=HashEmbedder()) for s in (0, 1)]
+    result = aggregate(per_seed)
+    runs = {r["name"]: r for r in result["runs"]}
+    for mode in ("online only", "offline + online"):
+        d = result["paired"][f"{mode}: prior on − off"]
+        on, off = runs[f"{mode} (prior on, exploration 0)"], runs[f"{mode} (prior off)"]
+        for k in range(2):
+            # every true failure has a cause, so the split adds up to the failures of the run
+            assert sum(on["failures_by_seed"][k].values()) == pytest.approx(40 * (1 - on["overall_by_seed"][k]))
+            assert sum(off["failures_by_seed"][k].values()) == pytest.approx(40 * (1 - off["overall_by_seed"][k]))
+            assert d["by_seed"][k] <= d["ceiling_by_seed"][k] + 1e-9
+            assert d["off_repeats_by_seed"][k] == pytest.approx(100 * off["failures_by_seed"][k]["repeats"] / 40)
+        assert d["ceiling_mean"] == pytest.approx(sum(d["ceiling_by_seed"]) / 2)
