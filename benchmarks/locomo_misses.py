@@ -1,6 +1,6 @@
 """Why LoCoMo multi-hop and open-domain evidence is missed, and re-rankings aimed at it.
 
-    python -m benchmarks.locomo_misses dump --embed-cache FILE [--data DIR] [--out FILE]
+    python -m benchmarks.locomo_misses dump --embed-cache FILE [--data DIR] [--dump FILE] [--set NAME=VALUE]
     python -m benchmarks.locomo_misses analyse [--dump FILE]
 
 ``dump`` ranks every question of all 10 conversations with the default settings
@@ -14,6 +14,7 @@ evidence turns of multi-hop and open-domain questions that miss the top 10.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pickle
 import re
@@ -30,12 +31,13 @@ DUMP = REPO / "benchmarks" / "results" / "local" / "locomo_misses.pkl"
 _WORD = re.compile(r"[a-z][a-z']+")
 
 
-def dump(data: Path, embed_cache: Path | None, out: Path) -> None:
-    """Rank every question with the default settings and pickle what :func:`analyse` needs."""
+def dump(data: Path, embed_cache: Path | None, out: Path, update: dict[str, Any] | None = None) -> None:
+    """Rank every question with the default settings (changed by ``update``) and pickle what
+    :func:`analyse` needs."""
     from benchmarks.locomo_tune import load
     from graphmem.config import Settings
 
-    base = Settings()
+    base = Settings().model_copy(update=update or {})
     convs: dict[int, dict[str, Any]] = {}
     questions: list[dict[str, Any]] = []
     for ci in range(10):
@@ -186,12 +188,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=Path(os.environ.get("GRAPHMEM_LOCOMO_DATA") or DEFAULT_DATA))
     ap.add_argument("--embed-cache", type=Path, default=None)
     ap.add_argument("--dump", type=Path, default=DUMP)
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="dump: rank with this setting changed (e.g. search_weight_continuation=0)")
     args = ap.parse_args(argv)
     if args.what == "dump":
         if not (args.data / "locomo10.json").exists():
             print(f"locomo_misses: skipped, {args.data / 'locomo10.json'} is absent (see benchmarks/locomo.py)")
             return 0
-        dump(args.data, args.embed_cache, args.dump)
+        dump(args.data, args.embed_cache, args.dump, {k: json.loads(v) for k, v in (x.split("=", 1) for x in args.set)})
     else:
         analyse(args.dump)
     return 0
