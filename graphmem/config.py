@@ -215,6 +215,11 @@ class Settings(BaseModel):
     # that asks a question ("?") rarely answers one
     search_weight_length: float = 0.05
     search_weight_question_turn: float = 0.2
+    # the same speaker's next/previous turn of a best hit gains this x the hit's share of the top
+    # score (graphmem/retrieve/event_hops.py; chosen on LoCoMo conversations 0-4, see README)
+    search_weight_continuation: float = 0.4
+    search_continuation_seeds: int = 2  # best hits whose same-speaker neighbours are lifted
+    search_continuation_reach: int = 2  # turns either side looked at for the same speaker
     # record_event writes the event row at once and queues its embedding: the next search over
     # events (or record_events, or this many queued events) embeds the queue in one batch first
     event_embed_later: bool = False
@@ -426,6 +431,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_weight_rocchio": _COUNT, "search_rocchio_docs": _COUNT, "event_embed_queue_max": _POSITIVE,
     "search_weight_prf": _COUNT, "search_weight_address": _COUNT, "search_prf_docs": _COUNT, "search_prf_terms": _COUNT,
     "search_weight_length": _COUNT, "search_weight_question_turn": _COUNT,
+    "search_weight_continuation": _COUNT, "search_continuation_seeds": _COUNT, "search_continuation_reach": _COUNT,
     "dedup_similarity": _UNIT, "contradiction_similarity": _UNIT, "actionability_threshold": _UNIT,
     "actionability_w_directive": _UNIT, "actionability_w_condition": _UNIT,
     "actionability_w_specificity": _UNIT, "actionability_w_not_observation": _UNIT,

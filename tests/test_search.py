@@ -73,6 +73,8 @@ def test_entity_named_in_query_and_passed(chat: Memory) -> None:
 
 
 def test_session_neighbour_expansion(chat: Memory, make_memory: Callable[..., Memory]) -> None:
+    # the same speaker's next turn (D4) would join them through the continuation signal
+    chat.settings = chat.settings.model_copy(update={"search_weight_continuation": 0.0})
     hits = chat.search("LGBTQ support group", over="events", k=3)
     assert _dia(hits)[0] == "D2"
     # the turns next to the strong hit, in the same session, follow it

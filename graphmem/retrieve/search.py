@@ -41,6 +41,8 @@ The events ranking is hybrid, over the calling user's events only:
     z-scored log length (clipped to [-2, 2]; shorter turns lose as much), and a turn that asks a
     question ("?") loses ``search_weight_question_turn``: in a conversation, the turns that answer
     a question about someone are their longer statements, not the questions put to them.
+15. **continuation** (:mod:`graphmem.retrieve.event_hops`): the same speaker's next and previous
+    turns of the best hits gain a share of their score (``search_weight_continuation``).
 
 :meth:`EventSearch.signals` computes every signal once and :meth:`EventSearch.rank` applies the
 weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing the signals.
@@ -67,6 +69,7 @@ from graphmem.config import Settings
 from graphmem.embed import Embedder, embed_queries
 from graphmem.models import Event, Learning
 from graphmem.retrieve.entities import EntityIndex, extract_entities, normalise_entity
+from graphmem.retrieve.event_hops import continuation
 from graphmem.store.search import EventLayout
 from graphmem.store.vectors import scan_cosines
 
@@ -544,6 +547,8 @@ class EventSearch:
         fb = self._rocchio(final, sig, layout)
         final = final + s.search_weight_rocchio * fb
         parts["rocchio"] = fb
+        parts["continuation"] = continuation(final, layout, s)  # graphmem/retrieve/event_hops.py
+        final = final + s.search_weight_continuation * parts["continuation"]
         return _diverse_top(final, layout.session, k, s.search_session_decay), final, parts
 
     def _rocchio(self, final: np.ndarray, sig: _Signals, layout: EventLayout) -> np.ndarray:
@@ -796,6 +801,8 @@ class EventSearch:
             out.append(f"turn: a longer turn than most (+{s.search_weight_length * sig.length[i]:.3f})")
         if sig.asks is not None and sig.asks[i] and s.search_weight_question_turn:
             out.append(f"turn: asks a question (-{s.search_weight_question_turn:.3f})")
+        if s.search_weight_continuation * parts["continuation"][i] >= 0.02:
+            out.append(f"conversation: the same speaker's turn next to a best hit (+{s.search_weight_continuation * parts['continuation'][i]:.3f})")
         if s.search_weight_neighbour * parts["near"][i] >= 0.05:
             out.append(f"session: next to a strong hit (+{s.search_weight_neighbour * parts['near'][i]:.3f})")
         return out
