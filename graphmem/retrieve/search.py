@@ -67,6 +67,7 @@ from graphmem.config import Settings
 from graphmem.embed import Embedder, embed_queries
 from graphmem.models import Event, Learning
 from graphmem.retrieve.entities import EntityIndex, extract_entities, normalise_entity
+from graphmem.retrieve.event_rank import pruned_feedback
 from graphmem.store.search import EventLayout
 from graphmem.store.vectors import scan_cosines
 
@@ -541,19 +542,20 @@ class EventSearch:
         prf = self._prf(final, sig, layout)
         final = final + s.search_weight_prf * prf
         parts["prf"] = prf
-        fb = self._rocchio(final, sig, layout)
+        fb = self._rocchio(final, sig, layout, k if s.search_session_decay >= 1.0 else 4 * k)
         final = final + s.search_weight_rocchio * fb
         parts["rocchio"] = fb
         return _diverse_top(final, layout.session, k, s.search_session_decay), final, parts
 
-    def _rocchio(self, final: np.ndarray, sig: _Signals, layout: EventLayout) -> np.ndarray:
+    def _rocchio(self, final: np.ndarray, sig: _Signals, layout: EventLayout, keep: int = 0) -> np.ndarray:
         """Pseudo-relevance feedback in embedding space (Rocchio): the query vector (without its
         anchored names) plus the score-weighted mean vector of the best ``search_rocchio_docs``
         hits; every event gets its cosine to that vector, z-scored and clipped at 0 like the
         vector signal (mean and spread taken over the other events). When the query anchors on a linked entity (a speaker), the other events
         get it scaled by the share of the best hits that are *not* that entity's: feedback
         drawn from a speaker's turns stays on that speaker's turns. Zeros when
-        ``search_weight_rocchio`` is 0."""
+        ``search_weight_rocchio`` is 0. With ``keep`` > 0 on a large int8 mirror, only the events
+        that can still reach the ``keep`` best get it (:mod:`graphmem.retrieve.event_rank`)."""
         s = self.settings
         n = final.shape[0]
         if s.search_weight_rocchio <= 0 or s.search_rocchio_docs <= 0 or sig.qvec is None or n < 2:
@@ -569,7 +571,11 @@ class EventSearch:
         others = np.ones(n, dtype=bool)
         others[seeds] = False  # the statistics leave out the hits the vector came from
         unit = (vec / (float(np.linalg.norm(vec)) or 1.0)).astype(np.float32)
-        out = _pool_z(_user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
+        pruned = pruned_feedback(self.store, vectors, layout, unit[None, :], seeds, final, s.search_weight_rocchio, keep)
+        if pruned is not None:
+            out = pruned[0]
+        else:
+            out = _pool_z(_user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
         pool = _anchor_pool(sig)
         if pool is not None:
             out = out * np.where(pool, 1.0, 1.0 - float(pool[seeds].mean()))
