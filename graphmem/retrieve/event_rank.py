@@ -41,7 +41,7 @@ class ScanStats:
     """Sums over one layout's rows of the event mirror: ``s`` (sum of rows), ``m`` (sum of outer
     products), ``peak`` (largest row norm), for the first ``count`` positions. Valid while the
     mirror only grew since (checked by its ``version``: one bump per row written). The first
-    sums of a large layout (~1.6 s of CPU per 100,000 events) grow on a background thread, a
+    sums of a large layout (a few seconds of CPU per 100,000 events) grow on a background thread, a
     chunk per shared hold of the store; queries take the plain scan meanwhile."""
 
     def __init__(self, dim: int) -> None:
@@ -64,9 +64,9 @@ class ScanStats:
             self.m[:] = 0.0
         stop = min(rows.shape[0], self.count + max(budget, 0))
         for start in range(self.count, stop, _CHUNK):
-            x = vectors.vectors_of(rows[start : min(stop, start + _CHUNK)])
-            self.s += x.sum(axis=0, dtype=np.float64)
-            self.m += (x.T @ x).astype(np.float64)
+            x = vectors.vectors_of(rows[start : min(stop, start + _CHUNK)]).astype(np.float64)
+            self.s += x.sum(axis=0)
+            self.m += x.T @ x  # float64: float32 sums drift by ~1e-6, the spread by more
             self.peak = max(self.peak, float(np.sqrt(np.einsum("ij,ij->i", x, x)).max(initial=0.0)))
         self.count = stop
         self.version, self.length = vectors.version, len(vectors)
