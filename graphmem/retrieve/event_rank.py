@@ -111,6 +111,18 @@ def _stats(store: Any, layout: Any, vectors: Any) -> ScanStats | None:
     return stats if stats.ready(store, vectors, layout) else None
 
 
+def weighted_sum(*terms: tuple[float, np.ndarray]) -> np.ndarray | None:
+    """``w1 * a1 + w2 * a2 + ...`` in that order, leaving out the terms whose weight or array is
+    all zero (the same values: adding zeros changes none); None when every term is left out."""
+    out: np.ndarray | None = None
+    for weight, values in terms:
+        if weight == 0 or not values.any():
+            continue
+        part = weight * values
+        out = part if out is None else out + part
+    return out
+
+
 def wait_for_sums(store: Any, user: str, timeout: float) -> bool:
     """Wait (at most ``timeout`` seconds) until the background thread growing the user's kept
     sums is done; True when there is none running (benchmarks measure the steady state)."""

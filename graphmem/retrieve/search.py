@@ -67,7 +67,7 @@ from graphmem.config import Settings
 from graphmem.embed import Embedder, embed_queries
 from graphmem.models import Event, Learning
 from graphmem.retrieve.entities import EntityIndex, extract_entities, normalise_entity
-from graphmem.retrieve.event_rank import pruned_feedback
+from graphmem.retrieve.event_rank import pruned_feedback, weighted_sum
 from graphmem.store.search import EventLayout
 from graphmem.store.vectors import scan_cosines
 
@@ -362,11 +362,12 @@ def _user_cosines(vectors: Any, rows: np.ndarray, units: np.ndarray) -> np.ndarr
     50,000 events on) are scanned as int8 (:func:`graphmem.store.vectors.scan_cosines`)."""
     n = len(vectors)
     if 2 * rows.size < n:
-        return scan_cosines(vectors, units, rows).astype(np.float64)  # type: ignore[no-any-return]
+        return np.asfortranarray(scan_cosines(vectors, units, rows), dtype=np.float64)  # type: ignore[no-any-return]
     sims = scan_cosines(vectors, units)
     if not (rows.size == n and rows[0] == 0 and rows[-1] == n - 1):  # rows rise strictly (layout order)
         sims = sims[rows]
-    return sims.astype(np.float64)  # type: ignore[no-any-return]
+    # column-major: each vector's cosines are contiguous (the ranking works column by column)
+    return np.asfortranarray(sims, dtype=np.float64)  # type: ignore[no-any-return]
 
 
 def _anchor_pool(sig: _Signals) -> np.ndarray | None:
@@ -630,15 +631,20 @@ class EventSearch:
         peak = float(base.max())
         if peak > 0:
             base = base / peak
-        graph = (s.search_weight_entity * sig.entity + s.search_weight_mention * sig.mention
-                 + s.search_weight_tool * sig.tool)
+        # terms that are all zero (no entity, tool or time in the query...) are left out: adding
+        # zeros changes no value, and each term costs passes over every event
+        graph = weighted_sum((s.search_weight_entity, sig.entity), (s.search_weight_mention, sig.mention),
+                             (s.search_weight_tool, sig.tool))
         if sig.session_sim is not None and s.search_weight_session > 0:
             sim = sig.session_sim
             std = float(sim.std()) or 1.0
-            graph = graph + s.search_weight_session * np.clip((sim - float(sim.mean())) / std, 0.0, None) / 4.0
-        time = s.search_weight_time * sig.temporal + s.search_weight_date * sig.date
-        own = base + graph + time
-        if sig.address is not None and s.search_weight_address > 0:
+            session = s.search_weight_session * np.clip((sim - float(sim.mean())) / std, 0.0, None) / 4.0
+            graph = session if graph is None else graph + session
+        time = weighted_sum((s.search_weight_time, sig.temporal), (s.search_weight_date, sig.date))
+        own = base if graph is None else base + graph
+        if time is not None:
+            own = own + time
+        if sig.address is not None and s.search_weight_address > 0 and sig.address.any():
             own = own - s.search_weight_address * sig.address
         if sig.length is not None and sig.asks is not None:  # turn priors (computed when weighted)
             own = own + s.search_weight_length * sig.length - s.search_weight_question_turn * sig.asks
@@ -648,7 +654,8 @@ class EventSearch:
             padded = np.append(base, 0.0)  # index n = "no neighbour"
             for d in range(neighbours.shape[1]):
                 decay = s.search_neighbour_decay ** (d // 2)
-                near = np.maximum(near, padded[neighbours[:, d]] * decay)
+                got = padded[neighbours[:, d]]
+                near = np.maximum(near, got * decay if decay != 1.0 else got)
         final = own + s.search_weight_neighbour * near
         return final, {"vector": v, "fulltext": t, "base": base, "near": near,
                        "dense_rank": dense_rank, "bm_rank": bm_rank}
