@@ -190,3 +190,18 @@ def test_layout_read_in_chunks_equals_the_one_query_layout(make_memory: Callable
                "role": chunked.role, "tie": chunked._tie[: len(chunked)].tolist()}[column]
         assert [by_id[i] for i in chunked.order] == got, column
     assert chunked.rows.tolist() == sorted(rows_map[i] for i in one["id"])
+
+
+def test_neighbour_index_first_asked_after_appends_keeps_growing() -> None:
+    # a layout grown by appends has spare capacity; a neighbour index first asked then must
+    # hold it, or the next append writes past its end
+    from graphmem.store.search import EventLayout
+
+    layout = EventLayout()
+    for i in range(20):
+        layout.append(f"e{i}", i, f"s{i // 4}", f"turn {i}", T0 + timedelta(minutes=i), "", [])
+    before = layout.neighbour_index(1).copy()
+    layout.append("e20", 20, "s5", "turn 20", T0 + timedelta(minutes=20), "", [])
+    after = layout.neighbour_index(1)
+    assert after.shape == (21, 2) and np.array_equal(after[:20, 0], before[:, 0])
+    assert after[20].tolist() == [-1, -1] and after[19, 1] == -1  # s5 holds e20 alone

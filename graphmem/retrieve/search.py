@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -70,6 +70,7 @@ from graphmem.embed import Embedder, embed_queries
 from graphmem.models import Event, Learning
 from graphmem.retrieve.entities import EntityIndex, extract_entities, normalise_entity
 from graphmem.retrieve.event_hops import continuation
+from graphmem.retrieve.event_rank import pruned_feedback, weighted_sum
 from graphmem.store.search import EventLayout
 from graphmem.store.vectors import scan_cosines
 
@@ -364,11 +365,12 @@ def _user_cosines(vectors: Any, rows: np.ndarray, units: np.ndarray) -> np.ndarr
     50,000 events on) are scanned as int8 (:func:`graphmem.store.vectors.scan_cosines`)."""
     n = len(vectors)
     if 2 * rows.size < n:
-        return scan_cosines(vectors, units, rows).astype(np.float64)  # type: ignore[no-any-return]
+        return np.asfortranarray(scan_cosines(vectors, units, rows), dtype=np.float64)  # type: ignore[no-any-return]
     sims = scan_cosines(vectors, units)
     if not (rows.size == n and rows[0] == 0 and rows[-1] == n - 1):  # rows rise strictly (layout order)
         sims = sims[rows]
-    return sims.astype(np.float64)  # type: ignore[no-any-return]
+    # column-major: each vector's cosines are contiguous (the ranking works column by column)
+    return np.asfortranarray(sims, dtype=np.float64)  # type: ignore[no-any-return]
 
 
 def _anchor_pool(sig: _Signals) -> np.ndarray | None:
@@ -544,29 +546,39 @@ class EventSearch:
         prf = self._prf(final, sig, layout)
         final = final + s.search_weight_prf * prf
         parts["prf"] = prf
-        fb = self._rocchio(final, sig, layout)
+        fb, fill = self._rocchio(final, sig, layout, k if s.search_session_decay >= 1.0 else 4 * k)
         final = final + s.search_weight_rocchio * fb
         parts["rocchio"] = fb
-        parts["continuation"] = continuation(final, layout, s)  # graphmem/retrieve/event_hops.py
-        final = final + s.search_weight_continuation * parts["continuation"]
+        cont = continuation(final, layout, s)  # graphmem/retrieve/event_hops.py
+        if fill is not None:  # pruned feedback: the turns continuation lifts get theirs exactly
+            lifted = np.flatnonzero(cont)
+            exact = fill(lifted)
+            final[lifted] += s.search_weight_rocchio * (exact - fb[lifted])
+            fb[lifted] = exact
+        parts["continuation"] = cont
+        final = final + s.search_weight_continuation * cont
         return _diverse_top(final, layout.session, k, s.search_session_decay), final, parts
 
-    def _rocchio(self, final: np.ndarray, sig: _Signals, layout: EventLayout) -> np.ndarray:
+    def _rocchio(
+        self, final: np.ndarray, sig: _Signals, layout: EventLayout, keep: int = 0
+    ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray] | None]:
         """Pseudo-relevance feedback in embedding space (Rocchio): the query vector (without its
         anchored names) plus the score-weighted mean vector of the best ``search_rocchio_docs``
         hits; every event gets its cosine to that vector, z-scored and clipped at 0 like the
         vector signal (mean and spread taken over the other events). When the query anchors on a linked entity (a speaker), the other events
         get it scaled by the share of the best hits that are *not* that entity's: feedback
         drawn from a speaker's turns stays on that speaker's turns. Zeros when
-        ``search_weight_rocchio`` is 0."""
+        ``search_weight_rocchio`` is 0. With ``keep`` > 0 on a large int8 mirror, only the events
+        that can still reach the ``keep`` best get it (:mod:`graphmem.retrieve.event_rank`); the
+        second value then gives the exact feedback of any positions (None: every event has it)."""
         s = self.settings
         n = final.shape[0]
         if s.search_weight_rocchio <= 0 or s.search_rocchio_docs <= 0 or sig.qvec is None or n < 2:
-            return np.zeros(n)
+            return np.zeros(n), None
         seeds = _top(final, s.search_rocchio_docs)
         top = float(final[seeds[0]])
         if top <= 0:
-            return np.zeros(n)
+            return np.zeros(n), None
         vectors = self.store.event_catalog.vectors
         share = np.clip(final[seeds] / top, 0.0, None).astype(np.float32)
         centroid = (vectors.vectors_of(layout.rows[seeds]) * share[:, None]).sum(axis=0)
@@ -574,11 +586,18 @@ class EventSearch:
         others = np.ones(n, dtype=bool)
         others[seeds] = False  # the statistics leave out the hits the vector came from
         unit = (vec / (float(np.linalg.norm(vec)) or 1.0)).astype(np.float32)
-        out = _pool_z(_user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
+        pruned = pruned_feedback(self.store, vectors, layout, unit[None, :], seeds, final, s.search_weight_rocchio, keep)
+        fill: Callable[[np.ndarray], np.ndarray] | None = None
+        if pruned is not None:
+            out, _cand, exact_at = pruned
+        else:
+            out = _pool_z(_user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
         pool = _anchor_pool(sig)
-        if pool is not None:
-            out = out * np.where(pool, 1.0, 1.0 - float(pool[seeds].mean()))
-        return out
+        factor = np.ones(n) if pool is None else np.where(pool, 1.0, 1.0 - float(pool[seeds].mean()))
+        if pruned is not None:
+            def fill(positions: np.ndarray) -> np.ndarray:
+                return exact_at(positions) * factor[positions]  # type: ignore[no-any-return]
+        return out * factor, fill
 
     def _dense(
         self, query: str, stripped: str, layout: EventLayout
@@ -629,15 +648,20 @@ class EventSearch:
         peak = float(base.max())
         if peak > 0:
             base = base / peak
-        graph = (s.search_weight_entity * sig.entity + s.search_weight_mention * sig.mention
-                 + s.search_weight_tool * sig.tool)
+        # terms that are all zero (no entity, tool or time in the query...) are left out: adding
+        # zeros changes no value, and each term costs passes over every event
+        graph = weighted_sum((s.search_weight_entity, sig.entity), (s.search_weight_mention, sig.mention),
+                             (s.search_weight_tool, sig.tool))
         if sig.session_sim is not None and s.search_weight_session > 0:
             sim = sig.session_sim
             std = float(sim.std()) or 1.0
-            graph = graph + s.search_weight_session * np.clip((sim - float(sim.mean())) / std, 0.0, None) / 4.0
-        time = s.search_weight_time * sig.temporal + s.search_weight_date * sig.date
-        own = base + graph + time
-        if sig.address is not None and s.search_weight_address > 0:
+            session = s.search_weight_session * np.clip((sim - float(sim.mean())) / std, 0.0, None) / 4.0
+            graph = session if graph is None else graph + session
+        time = weighted_sum((s.search_weight_time, sig.temporal), (s.search_weight_date, sig.date))
+        own = base if graph is None else base + graph
+        if time is not None:
+            own = own + time
+        if sig.address is not None and s.search_weight_address > 0 and sig.address.any():
             own = own - s.search_weight_address * sig.address
         if sig.length is not None and sig.asks is not None:  # turn priors (computed when weighted)
             own = own + s.search_weight_length * sig.length - s.search_weight_question_turn * sig.asks
@@ -647,7 +671,8 @@ class EventSearch:
             padded = np.append(base, 0.0)  # index n = "no neighbour"
             for d in range(neighbours.shape[1]):
                 decay = s.search_neighbour_decay ** (d // 2)
-                near = np.maximum(near, padded[neighbours[:, d]] * decay)
+                got = padded[neighbours[:, d]]
+                near = np.maximum(near, got * decay if decay != 1.0 else got)
         final = own + s.search_weight_neighbour * near
         return final, {"vector": v, "fulltext": t, "base": base, "near": near,
                        "dense_rank": dense_rank, "bm_rank": bm_rank}

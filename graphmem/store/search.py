@@ -132,7 +132,7 @@ class EventLayout:
         nb = self._nb.get(window)
         if nb is None:
             self.members()  # (so that appends from now on keep the sessions' order up to date)
-            nb = np.full((max(16, n), 2 * window), -1, dtype=np.int64)
+            nb = np.full((max(16, n, self._rows.shape[0]), 2 * window), -1, dtype=np.int64)  # capacity, as append grows
             if window:
                 for seq in self.members().values():
                     arr = np.asarray(seq, dtype=np.int64)
