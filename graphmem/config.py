@@ -157,6 +157,12 @@ class Settings(BaseModel):
     # off by default: at 1M its recall@10 was 0.943 (ef 1024), under the 0.95 goal (README)
     vector_ann_min_rows: int = 0
     vector_ann_exact_below: int = 20_000
+    # from vector_binary_min_rows learnings on (0: never) context() ranks the scanned rows by the
+    # Hamming distance of their sign bits (48 bytes a row at 384 dims, graphmem/store/binary_scan.py)
+    # and rescores the vector_binary_candidates nearest exactly; chosen on the 1M scale benchmark
+    # (README "Binary first pass")
+    vector_binary_min_rows: int = 500_000
+    vector_binary_candidates: int = 2_000
     # Kùzu's buffer pool (its page cache and query memory), in MB; 0 = Kùzu's default (80 % of the
     # machine's RAM). The hot path reads from the in-memory mirrors, so the cache need not hold the
     # file; a query whose result does not fit fails with a Kùzu buffer-pool error. Applied on open.
@@ -463,7 +469,8 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "max_content_chars": _POSITIVE, "max_query_chars": _POSITIVE,
     "embed_query_threads": _COUNT, "embed_batch_threads": _COUNT,
     "vector_int8_min_rows": _COUNT, "vector_scan_subset_below": _UNIT,
-    "vector_ann_min_rows": _COUNT, "vector_ann_exact_below": _COUNT, "kuzu_buffer_pool_mb": _COUNT, "mirror_snapshot_min_rows": _COUNT,
+    "vector_ann_min_rows": _COUNT, "vector_ann_exact_below": _COUNT,
+    "vector_binary_min_rows": _COUNT, "vector_binary_candidates": _POSITIVE, "kuzu_buffer_pool_mb": _COUNT, "mirror_snapshot_min_rows": _COUNT,
     "self_eval_active_confidence": _UNIT, "user_preferences_min_confidence": _UNIT,
     "bm25_k1": _COUNT, "bm25_b": _UNIT, "injection_doubt_threshold": _COUNT, "injection_refuse_threshold": _COUNT,  # above 1: never
     "server_max_body_bytes": _POSITIVE, "server_write_queue": _POSITIVE, "server_retry_after_s": _COUNT,

@@ -271,6 +271,7 @@ def _in_id_order(catalog: LearningCatalog, rows: np.ndarray) -> np.ndarray:
 def vector_candidates(
     catalog: LearningCatalog, query_vector: np.ndarray | None, mask: np.ndarray, n: int, subset_below: float = 0.0,
     ann_exact_below: int = 0, visible: np.ndarray | None = None, user: str | None = None,
+    binary: tuple[int, int] = (0, 0),
 ) -> tuple[list[int], np.ndarray | None]:
     """Top-``n`` eligible rows by cosine, best first, and the cosine of every row (or None).
 
@@ -283,6 +284,9 @@ def vector_candidates(
     ``visible`` (the rows ``user`` may ever see, a superset of ``mask``'s: a boolean mask or
     the row numbers, ascending): the scanned rows are these, kept gathered between calls
     (``ScanMatrix.cosine_block``); the cosines are the same.
+    ``binary`` = (``Settings.vector_binary_min_rows``, ``Settings.vector_binary_candidates``):
+    from that many rows on, a sign-bit pass over the same rows proposes that many candidates,
+    rescored exactly (``ScanMatrix.binary_top``); ``sims`` is then a ``LazyCosine``.
     """
     if query_vector is None or len(catalog) == 0 or n <= 0:
         return [], None
@@ -295,7 +299,14 @@ def vector_candidates(
             order = np.argsort(-cos, kind="stable")[: min(n, eligible)]
             lazy = LazyCosine(catalog.vectors, query_vector, found, cos)
             return [int(found[i]) for i in order], lazy  # type: ignore[return-value]
-    if subset_below > 0 and eligible < subset_below * total:
+    subset = subset_below > 0 and eligible < subset_below * total
+    if 0 < binary[0] <= total and eligible > max(binary[1], n):
+        seen = None if not subset else np.flatnonzero(mask) if visible is None or user is None else (
+            np.flatnonzero(visible) if visible.dtype == bool else visible)
+        found, cos = catalog.vectors.binary_top(query_vector, max(binary[1], n), mask, seen,
+                                                None if visible is None or user is None else ("visible", user))
+        return _top_rows(found, cos, min(n, eligible)), LazyCosine(catalog.vectors, query_vector, found, cos)  # type: ignore[return-value]
+    if subset:
         sims = np.zeros(total, dtype=np.float32)
         if visible is not None and user is not None:
             seen = np.flatnonzero(visible) if visible.dtype == bool else visible

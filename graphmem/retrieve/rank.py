@@ -161,7 +161,8 @@ class Retriever:
             query_vector = query_vector()
             lap("embed")
         vec_rows, sims = vector_candidates(catalog, query_vector, mask, n, s.vector_scan_subset_below,
-                                           s.vector_ann_exact_below, visible, user)
+                                           s.vector_ann_exact_below, visible, user,
+                                           (s.vector_binary_min_rows, s.vector_binary_candidates))
         lap("vector")
         hits: Mapping[int, GraphHit] = {}
         if any(anchors.values()):

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from graphmem.store import ann as ann_mod
+from graphmem.store import binary_scan
 
 STORAGES = ("auto", "float32", "int8")
 _CHUNK = 65_536  # rows quantised at a time (bounds the temporary float32 copies)
@@ -163,6 +164,9 @@ class ScanMatrix:
         self._blocks: dict[Hashable, tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.block_cache_bytes = BLOCK_CACHE_BYTES
         self._blocks_lock = threading.Lock()
+        # sign bits of the rows (graphmem/store/binary_scan.py), derived on the first binary_top
+        self._bits: binary_scan.BinaryCodes | None = None
+        self._bits_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -209,6 +213,7 @@ class ScanMatrix:
         if self.quantised or not self._want_int8(n):
             return
         self._changed()
+        self._bits = None
         cap = max(16, self._m.shape[0])
         codes = np.zeros((cap, self.dim), dtype=np.int8)
         scale = np.ones(cap, dtype=np.float32)
@@ -257,6 +262,9 @@ class ScanMatrix:
             self._m[row], self._scale[row] = codes[0], scale[0]
         else:
             self._m[row] = normalise(np.array(vector, dtype=np.float32, ndmin=2))[0]
+        if self._bits is not None:
+            self._bits.set_rows(row, self._m[row : row + 1])
+        if not self.quantised:
             self._maybe_quantise()
         self._ann_touch([ident])
         if self.ann_min_rows and self.ann is None and self._builder is None and self._want_ann(len(self.ids)):
@@ -360,6 +368,8 @@ class ScanMatrix:
             self.rows[moved] = row
             self._m[row] = self._m[last]
             self._scale[row] = self._scale[last]
+            if self._bits is not None:
+                self._bits.move(row, last)
         self.ids.pop()
         self._ann_touch([ident] if row == last else [ident, self.ids[row]])
         return row, last
@@ -417,6 +427,30 @@ class ScanMatrix:
                         blocks[key] = entry
         return _scores(query, entry[2], entry[3])
 
+    def binary_top(
+        self, query: np.ndarray, count: int, mask: np.ndarray | None = None,
+        rows: np.ndarray | None = None, key: Hashable | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``count`` rows nearest to ``query`` by the sign bits' Hamming distance, among
+        ``rows`` (ascending; None: all) where ``mask`` is True, and their exact cosines
+        (:meth:`cosine`), rows ascending (graphmem/store/binary_scan.py). ``key``: keep the
+        bits of ``rows`` gathered under it, as :meth:`cosine_block` keeps their codes. The bits
+        are derived on the first call and kept in step with writes after."""
+        bits = self._bits
+        if bits is None:
+            with self._bits_lock:
+                if self._bits is None:
+                    self._bits = binary_scan.BinaryCodes.of(self._m, len(self.ids))
+                bits = self._bits
+        found = bits.shortlist(unit_rows(query)[0], len(self.ids), count, mask, rows, key, self.version)
+        return found, self.cosine(query, found)
+
+    @property
+    def binary_nbytes(self) -> int:
+        """Bytes held by the sign bits (0 until :meth:`binary_top` derived them)."""
+        bits = self._bits
+        return 0 if bits is None else bits.nbytes
+
     # --- the approximate index (graphmem/store/ann.py) ---------------------------------------
     def _want_ann(self, n: int) -> bool:
         return self.ann_min_rows > 0 and n >= self.ann_min_rows and ann_mod.available()
@@ -428,6 +462,7 @@ class ScanMatrix:
 
     def _begin_reload(self) -> None:
         """A full reload starts: stop a build; keep a ready index to repair after the load."""
+        self._bits = None
         with self._ann_lock:
             self.generation += 1
             if self._builder is not None:

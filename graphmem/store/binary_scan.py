@@ -1,0 +1,190 @@
+"""Sign-bit codes of the vector mirror's rows: a cheap first pass before the exact scan.
+
+At a million learnings the exact int8 scan reads 384 bytes per row (384 MB per query, ~40 ms on
+this 2-core machine). Each row here also has one bit per dimension (set where the value is
+positive): 384 dimensions → 48 bytes, six 64-bit words. A query is answered in two passes
+(:meth:`graphmem.store.vectors.ScanMatrix.binary_top`):
+
+1. the Hamming distance between the query's sign bits and every scanned row's (``xor`` then
+   ``np.bitwise_count``, a 256-entry table when numpy lacks it), over the rows the caller allows
+   (a user's visible rows, an eligibility mask); the ``count`` nearest rows are kept;
+2. those rows are rescored exactly (the mirror's int8 codes or float32 rows), so the order and
+   the cosines of the returned rows are the exact scan's; only rows the first pass missed can
+   differ from the exact top ``k``.
+
+The words are stored column-major (``bits[j]`` holds word ``j`` of every row, contiguous), so
+the distance is six passes over contiguous uint64 columns, in cache-sized chunks. A user's
+visible rows are gathered once into a kept block (as ``ScanMatrix.cosine_block`` keeps their
+int8 rows) until the rows change.
+
+Recall against the exact scan (real MiniLM vectors) and speed: README "Binary first pass",
+``python -m benchmarks.binary_scan``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable
+
+import numpy as np
+
+WORD = 64
+_CHUNK = 32_768  # rows per distance chunk (the temporaries stay in cache)
+_BUILD_CHUNK = 65_536  # rows converted to bits at a time
+BLOCK_CACHE_BYTES = 64 << 20  # gathered bit blocks kept at most
+_TABLE = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def _popcount(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Set bits of each uint64 of ``x`` into the uint8 ``out``."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x, out=out)  # type: ignore[no-any-return]
+    out[:] = _TABLE[x.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.uint8)
+    return out
+
+
+def sign_words(rows: np.ndarray) -> np.ndarray:
+    """``(n, words)`` uint64 sign bits of float rows or int8 codes (bit set where > 0)."""
+    r = np.asarray(rows)
+    if r.ndim == 1:
+        r = r[None, :]
+    packed = np.packbits(r > 0, axis=1)
+    pad = (-packed.shape[1]) % 8
+    if pad:
+        packed = np.concatenate([packed, np.zeros((packed.shape[0], pad), dtype=np.uint8)], axis=1)
+    return np.ascontiguousarray(packed).view(np.uint64)
+
+
+def hamming(bits: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """uint16 Hamming distances between the query's words and each column of ``bits``
+    (``(words, m)``, each word's row contiguous)."""
+    words, m = bits.shape
+    out = np.empty(m, dtype=np.uint16)
+    x = np.empty(min(m, _CHUNK), dtype=np.uint64)
+    cnt = np.empty(min(m, _CHUNK), dtype=np.uint8)
+    for start in range(0, m, _CHUNK):
+        stop = min(m, start + _CHUNK)
+        k = stop - start
+        acc = out[start:stop]
+        for j in range(words):
+            np.bitwise_xor(bits[j, start:stop], query[j], out=x[:k])
+            _popcount(x[:k], cnt[:k])
+            if j == 0:
+                acc[:] = cnt[:k]
+            else:
+                acc += cnt[:k]
+    return out
+
+
+def nearest(dist: np.ndarray, count: int, allowed: np.ndarray | None = None) -> np.ndarray:
+    """Positions of the ``count`` smallest distances among the ``allowed`` ones (all when None),
+    ascending; rows tied at the cut are taken in position order. Found by a histogram of the
+    distances (they are small integers), not a sort."""
+    if allowed is not None:
+        live = int(np.count_nonzero(allowed))
+        if count >= live:
+            return np.flatnonzero(allowed)
+        dist = np.where(allowed, dist, np.uint16(np.iinfo(np.uint16).max))
+    elif count >= dist.size:
+        return np.arange(dist.size, dtype=np.int64)
+    if count <= 0:
+        return np.zeros(0, dtype=np.int64)
+    hist = np.bincount(dist)
+    cut = int(np.searchsorted(np.cumsum(hist), count))  # the distance of the count-th nearest
+    picked = np.flatnonzero(dist <= cut)
+    if picked.size > count:  # drop the last rows tied at the cut
+        at_cut = dist[picked] == cut
+        extra = picked.size - count
+        drop = np.flatnonzero(at_cut)[-extra:]
+        keep = np.ones(picked.size, dtype=bool)
+        keep[drop] = False
+        picked = picked[keep]
+    return picked.astype(np.int64, copy=False)
+
+
+class BinaryCodes:
+    """Sign bits of a mirror's rows, column-major, kept in step with the rows by the owner
+    (``ScanMatrix.put`` / ``remove``; a reload drops them and they are derived again)."""
+
+    def __init__(self, dim: int, capacity: int = 16) -> None:
+        self.dim = dim
+        self.words = -(-dim // WORD)
+        self.bits = np.zeros((self.words, max(16, capacity)), dtype=np.uint64)
+        self.block_cache_bytes = BLOCK_CACHE_BYTES
+        # key → (version, rows, gathered bits)
+        self._blocks: dict[Hashable, tuple[int, np.ndarray, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, rows: np.ndarray, n: int) -> BinaryCodes:
+        """The codes of the first ``n`` of ``rows`` (float32 rows or int8 codes), in chunks."""
+        out = cls(rows.shape[1], n)
+        for start in range(0, n, _BUILD_CHUNK):
+            stop = min(n, start + _BUILD_CHUNK)
+            out.bits[:, start:stop] = sign_words(rows[start:stop]).T
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the codes (capacity included)."""
+        return int(self.bits.nbytes)
+
+    def set_rows(self, start: int, rows: np.ndarray) -> None:
+        """Write the codes of ``rows`` (float32 rows or int8 codes) from row ``start`` on."""
+        w = sign_words(rows)
+        need = start + w.shape[0]
+        if need > self.bits.shape[1]:
+            grown = np.zeros((self.words, max(need, 2 * self.bits.shape[1])), dtype=np.uint64)
+            grown[:, : self.bits.shape[1]] = self.bits
+            self.bits = grown
+        self.bits[:, start:need] = w.T
+        self._blocks = {}
+
+    def move(self, dst: int, src: int) -> None:
+        """Row ``src``'s codes become row ``dst``'s (a swap-remove)."""
+        self.bits[:, dst] = self.bits[:, src]
+        self._blocks = {}
+
+    def block(self, rows: np.ndarray, key: Hashable | None, version: int) -> np.ndarray:
+        """The codes of ``rows`` gathered into a contiguous ``(words, len(rows))`` block, kept
+        under ``key`` while the mirror's ``version`` and ``rows`` stay the same."""
+        if key is None:
+            return np.ascontiguousarray(self.bits[:, rows])
+        blocks = self._blocks
+        entry = blocks.get(key)
+        if entry is not None and entry[0] == version and np.array_equal(entry[1], rows):
+            return entry[2]
+        gathered = np.ascontiguousarray(self.bits[:, rows])
+        size = gathered.nbytes + rows.nbytes
+        if size <= self.block_cache_bytes:
+            with self._lock:
+                if blocks is self._blocks:
+                    blocks.pop(key, None)
+                    used = sum(b[1].nbytes + b[2].nbytes for b in blocks.values())
+                    for old in list(blocks):
+                        if used + size <= self.block_cache_bytes:
+                            break
+                        gone = blocks.pop(old)
+                        used -= gone[1].nbytes + gone[2].nbytes
+                    blocks[key] = (version, rows.copy(), gathered)
+        return gathered
+
+    def shortlist(
+        self, query: np.ndarray, n: int, count: int, mask: np.ndarray | None = None,
+        rows: np.ndarray | None = None, key: Hashable | None = None, version: int = 0,
+    ) -> np.ndarray:
+        """Rows (ascending) of the ``count`` smallest Hamming distances to the unit ``query``.
+
+        Ranks ``rows`` (row numbers, ascending) when given, else the first ``n`` rows; only rows
+        where the boolean ``mask`` (over all rows) is True are returned (None: all)."""
+        q = sign_words(np.asarray(query, dtype=np.float32).reshape(1, -1))[0]
+        if rows is None:
+            dist = hamming(self.bits[:, :n], q)
+            allowed = mask[:n] if mask is not None and not mask[:n].all() else None
+            return nearest(dist, count, allowed)
+        idx = np.asarray(rows, dtype=np.int64)
+        if idx.size == 0:
+            return idx
+        dist = hamming(self.block(idx, key, version), q)
+        allowed = mask[idx] if mask is not None else None
+        return idx[nearest(dist, count, allowed)]
