@@ -233,32 +233,32 @@ class LearningStore(KuzuBase):
             self._link_many([(ident, rest, when, user_id)], new=True)
         self._relate(Counter((user_id, *p) for p in _cooccurring(links.topics, links.entities)), copy_new=True)
 
-    def _load_nodes(self, label: str, rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
+    def _load_nodes(self, label: str, rows: Sequence[dict[str, Any]]) -> dict[Any, int]:
         """Inside a transaction: CREATE ``label`` nodes from ``rows`` with one LOAD FROM statement
-        (:func:`graphmem.store.copy.load_nodes`); returns their offset span, which the edge
-        writes of the same transaction use (:meth:`_fresh_span`)."""
+        (:func:`graphmem.store.copy.load_nodes`); returns their offsets by id, which the edge
+        writes of the same transaction use (:meth:`_fresh_offsets`)."""
         try:
-            lo, hi = load_nodes(self._conn_main, label, self._table_columns_of(label), rows)
+            offsets = load_nodes(self._conn_main, label, self._table_columns_of(label), rows)
         except UnicodeEncodeError as e:  # Arrow refuses what check_db_params refuses for statements
             raise InvalidInputError(f"a value for the database ({label}) contains a lone surrogate, which is "
                                     "not valid Unicode text; nothing was written") from e
         except RuntimeError as e:
             raise StoreError(f"write failed: {e}") from e
-        spans: dict[str, tuple[int, int, int]] = self.__dict__.setdefault("_fresh_spans", {})
+        fresh: dict[str, tuple[int, dict[Any, int]]] = self.__dict__.setdefault("_fresh_nodes", {})
         serial = getattr(self, "_tx_serial", 0)
-        old = spans.get(label)
+        old = fresh.get(label)
         if old is not None and old[0] == serial:  # a second batch in the same transaction
-            lo, hi = min(lo, old[1]), max(hi, old[2])
-        spans[label] = (serial, lo, hi)
-        return lo, hi
+            offsets = {**old[1], **offsets}
+        fresh[label] = (serial, offsets)
+        return offsets
 
-    def _fresh_span(self, label: str) -> tuple[int, int] | None:
-        """The offset span of the ``label`` nodes created by :meth:`_load_nodes` in the current
+    def _fresh_offsets(self, label: str) -> dict[Any, int] | None:
+        """The offsets by id of the ``label`` nodes created by :meth:`_load_nodes` in the current
         transaction (None if none were)."""
-        got = self.__dict__.get("_fresh_spans", {}).get(label)
+        got = self.__dict__.get("_fresh_nodes", {}).get(label)
         if got is None or got[0] != getattr(self, "_tx_serial", 0) or not self.in_transaction():
             return None
-        return got[1], got[2]
+        return got[1]
 
     def _new_edges(self, rel: str, source: tuple[str, str], target: tuple[str, str],
                    pairs: Sequence[tuple[str, str]]) -> None:
@@ -266,7 +266,7 @@ class LearningStore(KuzuBase):
         property) to existing ``target`` nodes (label, key property), one per distinct pair.
 
         The first edges a table gets are COPYed (:meth:`_rel_seeded`); later ones are one
-        LOAD FROM statement over the new nodes' offset span, or, without a span, one CREATE per
+        LOAD FROM statement that finds the new nodes by offset, or, for nodes not created that way, one CREATE per
         edge (primary-key lookups)."""
         if not pairs:
             return
@@ -275,10 +275,10 @@ class LearningStore(KuzuBase):
             self.copy_rows(rel, edge_table(pairs), f"(from='{slabel}', to='{tlabel}')")
             self._mark_seeded(rel, slabel, tlabel)
             return
-        span = self._fresh_span(slabel)
-        if span is not None:
+        offsets = self._fresh_offsets(slabel)
+        if offsets is not None and skey == "id" and all(a in offsets for a, _ in pairs):
             try:
-                load_edges(self._conn_main, rel, (slabel, skey, span), target, pairs)
+                load_edges(self._conn_main, rel, (slabel, offsets), target, pairs)
             except UnicodeEncodeError as e:
                 raise InvalidInputError(f"a {rel} edge names a value with a lone surrogate; nothing was written") from e
             except RuntimeError as e:
