@@ -290,7 +290,13 @@ class SummaryService:
         states = store.summary_states(None if all_users else user, due_only=not force, ids=ids)
         if not states:
             return []
-        texts = [self._compose(state, full=force or not state.summary.text) for state in states]
+        # the pending learnings of every incremental refresh read once, and the summaries each
+        # feeds worked out once (a learning is pending in each summary it feeds)
+        fulls = [force or not state.summary.text for state in states]
+        wanted = list(dict.fromkeys(i for st, full in zip(states, fulls) if not full for i in st.pending))
+        inputs = {l.id: l for l in store.summary_inputs(wanted)} if wanted else {}
+        keys_of = {lid: {f.key for f in feeds_of(l, self.deps.settings)} for lid, l in inputs.items()}
+        texts = [self._compose(state, full=full, inputs=inputs, keys_of=keys_of) for state, full in zip(states, fulls)]
         # one embedder call for the texts that changed; an unchanged text keeps its stored vector
         changed = [i for i, (st, text) in enumerate(zip(states, texts))
                    if force or not text or st.summary.refreshed_at is None or text != st.summary.text]
@@ -314,8 +320,11 @@ class SummaryService:
                 for name in names:
                     store.ensure_summary(user, summary_key(kind, name), kind, threshold_for(kind, settings))
 
-    def _compose(self, state: SummaryState, *, full: bool) -> str:
-        """The new text of one summary: incremental from its pending learnings, or rebuilt."""
+    def _compose(self, state: SummaryState, *, full: bool, inputs: dict[str, Learning] | None = None,
+                 keys_of: dict[str, set[str]] | None = None) -> str:
+        """The new text of one summary: incremental from its pending learnings, or rebuilt.
+        ``inputs``: the pending learnings already read (by id); ``keys_of``: the keys of the
+        summaries each of them feeds (both worked out here when not given)."""
         store, settings = self.deps.store, self.deps.settings
         s = state.summary
         kind, name = parse_key(s.key)
@@ -330,8 +339,13 @@ class SummaryService:
             previous = ""
             store.relink_summary(s.user_id, s.key, kind, name, kinds=kinds, statuses=ELIGIBLE_STATUSES)
         else:
-            fetched = store.summary_inputs(state.pending)
-            feeding = {l.id for l in fetched if any(f.key == s.key for f in feeds_of(l, settings))}
+            if inputs is None:
+                inputs = {l.id: l for l in store.summary_inputs(state.pending)}
+            fetched = [inputs[i] for i in state.pending if i in inputs]
+            if keys_of is None:
+                keys_of = {}
+            feeding = {l.id for l in fetched
+                       if s.key in keys_of.setdefault(l.id, {f.key for f in feeds_of(l, settings)})}
             changed = prioritise(l for l in fetched if l.id in feeding)[:limit]
             if kind == USER_PREFERENCES:
                 changed = sorted(changed, key=preference_rank)

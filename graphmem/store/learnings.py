@@ -211,54 +211,70 @@ class LearningStore(KuzuBase):
                                                  params["search_text"]))
 
     def _create_linked(self, props: str, params: dict[str, Any], entry: tuple[str, LearningLinks, datetime, str]) -> None:
-        """Inside a transaction: CREATE one new learning and its edges to its anchors (merged) in one
-        statement (a statement costs ~1 ms of CPU whatever it writes); its objective and source
-        event edges and its co-occurrence counts as in :meth:`_link_many`."""
+        """Inside a transaction: CREATE one new learning, its edges to its anchors (merged) and its
+        co-occurrence counts (RELATED, once that table holds edges) in one statement (a statement
+        costs ~1-3 ms of CPU whatever it writes); its objective and source event edges as in
+        :meth:`_link_many`."""
         ident, links, when, user_id = entry
         clauses = [f"CREATE (l:Learning {{{props}}})"]
         values = dict(params)
+        bound = ["l"]
+        anchor_of: dict[tuple[str, str], str] = {}
         for kind, (rel, label) in _ANCHOR_REL.items():
             for name in dict.fromkeys(_named(links, kind)):
                 var = f"anchor{len(clauses)}"
                 on_create = _ANCHOR_MERGE[kind].split(" ON CREATE SET ", 1)[1]
                 on_create = re.sub(r"\b[teo]\.", f"{var}.", on_create).replace("r.ts", "$anchor_ts")
-                clauses.append(f"WITH l MERGE ({var}:{label} {{name: ${var}}}) ON CREATE SET {on_create} "
+                clauses.append(f"WITH {', '.join(bound)} MERGE ({var}:{label} {{name: ${var}}}) ON CREATE SET {on_create} "
                                f"CREATE (l)-[:{rel}]->({var})")
                 values[var] = name
+                bound.append(var)
+                anchor_of[(label, name)] = var
         if len(clauses) > 1:
             values["anchor_ts"] = to_db_time(when)
+        related = Counter(_cooccurring(links.topics, links.entities))
+        if related and all((ka, a) in anchor_of and (kb, b) in anchor_of and self._rel_seeded("RELATED", ka, kb)
+                           for ka, a, kb, b in related):
+            values["related_user"] = user_id
+            for i, ((ka, a, kb, b), weight) in enumerate(related.items()):
+                e = f"related{i}"
+                clauses.append(f"WITH {', '.join(bound)} MERGE ({anchor_of[(ka, a)]})-[{e}:RELATED {{user_id: $related_user}}]->"
+                               f"({anchor_of[(kb, b)]}) ON CREATE SET {e}.weight = ${e} ON MATCH SET {e}.weight = {e}.weight + ${e}")
+                values[e] = int(weight)
+            related = Counter()
         self.write(" ".join(clauses), values)
         if links.objective_id or links.source_event_id:
             rest = LearningLinks(objective_id=links.objective_id, source_event_id=links.source_event_id)
             self._link_many([(ident, rest, when, user_id)], new=True)
-        self._relate(Counter((user_id, *p) for p in _cooccurring(links.topics, links.entities)), copy_new=True)
+        if related:
+            self._relate(Counter((user_id, *p) for p, w in related.items() for _ in range(w)), copy_new=True)
 
-    def _load_nodes(self, label: str, rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
+    def _load_nodes(self, label: str, rows: Sequence[dict[str, Any]]) -> dict[Any, int]:
         """Inside a transaction: CREATE ``label`` nodes from ``rows`` with one LOAD FROM statement
-        (:func:`graphmem.store.copy.load_nodes`); returns their offset span, which the edge
-        writes of the same transaction use (:meth:`_fresh_span`)."""
+        (:func:`graphmem.store.copy.load_nodes`); returns their offsets by id, which the edge
+        writes of the same transaction use (:meth:`_fresh_offsets`)."""
         try:
-            lo, hi = load_nodes(self._conn_main, label, self._table_columns_of(label), rows)
+            offsets = load_nodes(self._conn_main, label, self._table_columns_of(label), rows)
         except UnicodeEncodeError as e:  # Arrow refuses what check_db_params refuses for statements
             raise InvalidInputError(f"a value for the database ({label}) contains a lone surrogate, which is "
                                     "not valid Unicode text; nothing was written") from e
         except RuntimeError as e:
             raise StoreError(f"write failed: {e}") from e
-        spans: dict[str, tuple[int, int, int]] = self.__dict__.setdefault("_fresh_spans", {})
+        fresh: dict[str, tuple[int, dict[Any, int]]] = self.__dict__.setdefault("_fresh_nodes", {})
         serial = getattr(self, "_tx_serial", 0)
-        old = spans.get(label)
+        old = fresh.get(label)
         if old is not None and old[0] == serial:  # a second batch in the same transaction
-            lo, hi = min(lo, old[1]), max(hi, old[2])
-        spans[label] = (serial, lo, hi)
-        return lo, hi
+            offsets = {**old[1], **offsets}
+        fresh[label] = (serial, offsets)
+        return offsets
 
-    def _fresh_span(self, label: str) -> tuple[int, int] | None:
-        """The offset span of the ``label`` nodes created by :meth:`_load_nodes` in the current
+    def _fresh_offsets(self, label: str) -> dict[Any, int] | None:
+        """The offsets by id of the ``label`` nodes created by :meth:`_load_nodes` in the current
         transaction (None if none were)."""
-        got = self.__dict__.get("_fresh_spans", {}).get(label)
+        got = self.__dict__.get("_fresh_nodes", {}).get(label)
         if got is None or got[0] != getattr(self, "_tx_serial", 0) or not self.in_transaction():
             return None
-        return got[1], got[2]
+        return got[1]
 
     def _new_edges(self, rel: str, source: tuple[str, str], target: tuple[str, str],
                    pairs: Sequence[tuple[str, str]]) -> None:
@@ -266,7 +282,7 @@ class LearningStore(KuzuBase):
         property) to existing ``target`` nodes (label, key property), one per distinct pair.
 
         The first edges a table gets are COPYed (:meth:`_rel_seeded`); later ones are one
-        LOAD FROM statement over the new nodes' offset span, or, without a span, one CREATE per
+        LOAD FROM statement that finds the new nodes by offset, or, for nodes not created that way, one CREATE per
         edge (primary-key lookups)."""
         if not pairs:
             return
@@ -275,10 +291,10 @@ class LearningStore(KuzuBase):
             self.copy_rows(rel, edge_table(pairs), f"(from='{slabel}', to='{tlabel}')")
             self._mark_seeded(rel, slabel, tlabel)
             return
-        span = self._fresh_span(slabel)
-        if span is not None:
+        offsets = self._fresh_offsets(slabel)
+        if offsets is not None and skey == "id" and all(a in offsets for a, _ in pairs):
             try:
-                load_edges(self._conn_main, rel, (slabel, skey, span), target, pairs)
+                load_edges(self._conn_main, rel, (slabel, offsets), target, pairs)
             except UnicodeEncodeError as e:
                 raise InvalidInputError(f"a {rel} edge names a value with a lone surrogate; nothing was written") from e
             except RuntimeError as e:

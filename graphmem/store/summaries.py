@@ -122,15 +122,22 @@ class SummaryStore(KuzuBase):
         if not feeds:
             return []
         rows = [{"id": f.id, "key": f.key, "user": f.user_id, "kind": f.kind, "threshold": int(f.threshold)} for f in feeds]
-        out = self.write(
+        bump = (
             "UNWIND $rows AS r "
             "MERGE (s:Summary {id: r.id}) ON CREATE SET s.key = r.key, s.user_id = r.user, s.kind = r.kind, "
             "s.text = '', s.staleness = 0, s.pending = CAST([] AS STRING[]) "
             "SET s.staleness = s.staleness + 1, s.threshold = r.threshold, "
             "s.pending = CASE WHEN list_contains(s.pending, $lid) THEN s.pending ELSE list_append(s.pending, $lid) END "
-            f"RETURN {_SUMMARY_RETURN}",
-            {"lid": learning_id, "rows": rows},
         )
+        if (link and not unlink and set(link) == {f.id for f in feeds} and len(link) == len(feeds)
+                and self._rel_seeded("SUMMARIZED_IN", "Learning", "Summary")):  # type: ignore[attr-defined]
+            # a new learning (every summary it feeds gets its edge): counts and edges in one statement
+            out = self.write(
+                bump + f"WITH s MATCH (l:Learning {{id: $lid}}) CREATE (l)-[:SUMMARIZED_IN]->(s) RETURN {_SUMMARY_RETURN}",
+                {"lid": learning_id, "rows": rows},
+            )
+            return [_state_from_row(r) for r in out]
+        out = self.write(bump + f"RETURN {_SUMMARY_RETURN}", {"lid": learning_id, "rows": rows})
         if link and self.can_copy() and not self._rel_seeded("SUMMARIZED_IN", "Learning", "Summary"):  # type: ignore[attr-defined]
             # the first edges by COPY (a table whose first edges are CREATEd takes ~1-4 MB more)
             self._new_edges("SUMMARIZED_IN", ("Learning", "id"), ("Summary", "id"),  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ normalised by the same function, so both sides agree.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -39,6 +40,7 @@ _SUFFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+@lru_cache(maxsize=65536)  # words repeat: every search text and query stems the same few thousand
 def stem(word: str) -> str:
     """A light, deterministic English stemmer: strips one common suffix.
 
