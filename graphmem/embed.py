@@ -102,14 +102,16 @@ class SentenceTransformerEmbedder:
 
         texts = [text] if isinstance(text, str) else list(text)
         try:
-            traced = self._traced_forward(model) if len(texts) == 1 else None
+            traced = self._traced_forward(model, masked=len(texts) > 1)
             with torch.inference_mode():
                 enc = model.tokenizer(
                     texts, return_tensors="pt", truncation=True, max_length=model.max_seq_length,
                     padding=len(texts) > 1,
                 )
-                if traced is not None:  # one text: no padding, so the all-ones mask changes nothing
+                if traced is not None and len(texts) == 1:  # no padding: the all-ones mask changes nothing
                     hidden = traced(enc["input_ids"])
+                elif traced is not None:  # a few padded texts: the trace that takes the mask
+                    hidden = traced(enc["input_ids"], enc["attention_mask"])
                 else:
                     hidden = model[0].auto_model(**enc).last_hidden_state
                 mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
@@ -141,23 +143,27 @@ class SentenceTransformerEmbedder:
         self._default_threads = 0
         self.trace_query_model = trace_query_model
         self._traced: Any = None  # the traced transformer; False once tracing failed or differed
+        self._traced_masked: Any = None  # the same for a few padded texts (input ids and mask)
 
-    def _traced_forward(self, model: Any) -> Any:
+    def _traced_forward(self, model: Any, masked: bool = False) -> Any:
         """The transformer traced with TorchScript for one unpadded text (input ids → last hidden
-        state), made on first use; None when off or unavailable (the eager model is used).
+        state), or with ``masked`` for a few padded texts (input ids and attention mask → last
+        hidden state: a question and its variant in event search), made on first use; None when
+        off or unavailable (the eager model is used).
 
         The trace runs the same operators as the eager model without its Python overhead (about
         a hundred module calls per text): the query embedding takes ~28% less CPU here (9.8
         instead of 13.7 ms, measured with thread CPU time), and the vectors are bit-identical
         (checked at trace time on two lengths, else the trace is dropped; and in the tests).
         """
-        if not self.trace_query_model or self.device != "cpu" or self._traced is False:
+        if not self.trace_query_model or self.device != "cpu":
             return None
-        if self._traced is None:
+        attr = "_traced_masked" if masked else "_traced"
+        if getattr(self, attr) is None:
             with self._lock:
-                if self._traced is None:
-                    self._traced = _trace_transformer(model) or False
-        return self._traced or None
+                if getattr(self, attr) is None:
+                    setattr(self, attr, _trace_transformer(model, masked) or False)
+        return getattr(self, attr) or None
 
     def _use_threads(self, n: int) -> None:
         """Set torch's intra-op thread count (process-wide) when it differs; 0 = the default."""
@@ -263,10 +269,12 @@ def _quiet_model_load() -> Iterator[None]:
             undo()
 
 
-def _trace_transformer(model: Any) -> Any:
-    """``model[0].auto_model`` traced for a (1, n) tensor of input ids, returning the last hidden
-    state; None if tracing fails or the trace's output differs from the eager model's on two
-    inputs of other lengths than the example's (a trace that baked a length in)."""
+def _trace_transformer(model: Any, masked: bool = False) -> Any:
+    """``model[0].auto_model`` traced for a (1, n) tensor of input ids (with ``masked``: a
+    (b, n) tensor of padded input ids and its attention mask), returning the last hidden state;
+    None if tracing fails or the trace's output differs from the eager model's on inputs of
+    other lengths (and, masked, other batch sizes and padding) than the example's: a trace that
+    baked a shape in."""
     import warnings
 
     import torch
@@ -278,22 +286,33 @@ def _trace_transformer(model: Any) -> Any:
             super().__init__()
             self.inner = inner
 
-        def forward(self, input_ids: Any) -> Any:
-            return self.inner(input_ids=input_ids).last_hidden_state
+        def forward(self, input_ids: Any, attention_mask: Any = None) -> Any:
+            if attention_mask is None:
+                return self.inner(input_ids=input_ids).last_hidden_state
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
-    def encode(text: str) -> Any:
-        return model.tokenizer([text], return_tensors="pt", truncation=True, max_length=model.max_seq_length)
+    def encode(texts: list[str]) -> Any:
+        return model.tokenizer(texts, return_tensors="pt", truncation=True, max_length=model.max_seq_length,
+                               padding=len(texts) > 1)
 
+    if masked:
+        example_texts = ["an example query to trace", "and its shorter variant"]
+        probes = [["a", "check the trace on a longer query that has a few more words in it"],
+                  ["three texts", "of other lengths than the example's texts", "here"]]
+    else:
+        example_texts = ["an example query to trace"]
+        probes = [["a"], ["check the trace on a longer query that has a few more words in it"]]
+    names = ("input_ids", "attention_mask") if masked else ("input_ids",)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with torch.no_grad():
-                example = encode("an example query to trace")["input_ids"]
-                traced = torch.jit.trace(_LastHidden(auto).eval(), (example,), check_trace=False)
+                example = encode(example_texts)
+                traced = torch.jit.trace(_LastHidden(auto).eval(), tuple(example[k] for k in names), check_trace=False)
             with torch.inference_mode():
-                for probe in ("a", "check the trace on a longer query that has a few more words in it"):
+                for probe in probes:
                     enc = encode(probe)
-                    if not torch.equal(traced(enc["input_ids"]), auto(**enc).last_hidden_state):
+                    if not torch.equal(traced(*(enc[k] for k in names)), auto(**enc).last_hidden_state):
                         return None
         return traced
     except Exception:  # an exotic model or torch build: the eager model it is

@@ -22,5 +22,9 @@ def test_traced_query_vectors_equal_the_eager_models() -> None:
     model = eager._load()
     encoded = model.encode(texts[:2], normalize_embeddings=True, convert_to_numpy=True)
     np.testing.assert_allclose(np.vstack([traced.embed([t]) for t in texts[:2]]), encoded, atol=1e-5)
-    several = traced.embed_queries(texts[:2])  # a padded pass keeps the eager model and its mask
+    several = traced.embed_queries(texts[:2])  # a padded pass: the trace that takes the mask
+    assert traced._traced_masked not in (None, False)
     np.testing.assert_allclose(several, encoded, atol=1e-5)
+    for few in (texts[:2], texts[1:4], [texts[3], texts[0]]):  # other batch sizes and padding
+        np.testing.assert_array_equal(traced.embed_queries(few), eager.embed_queries(few))
+    assert eager._traced_masked is None
