@@ -1,6 +1,7 @@
 """Ingest and open speed: batched and single writes of learnings and events, file sizes, open time.
 
     python -m benchmarks.ingest [--n 300] [--batch 100] [--at 0] [--open-size 100000] [--embedder minilm|hash|both]
+                                [--save | --json-out PATH]
 
 Batched writes are reported beside the embedder's own batch throughput measured in the same run
 (the writes embed the same number of texts), with the CPU time per item, so a busy machine does
@@ -9,7 +10,8 @@ writes one untimed batch: the bulk import creates no summaries, and the first re
 summary links every learning it covers (a one-time cost of the import, not of later writes).
 Single writes are reported as p50 / p95 of wall time and p50 of CPU time (this process).
 
-Writes benchmarks/results/ingest.json. Data are generated deterministically.
+Writes benchmarks/results/local/ingest.json (ignored) and its plot; ``--save`` writes the tracked
+benchmarks/results/ingest.json instead. Data are generated deterministically.
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.common import results_dir
 from graphmem import HashEmbedder, Learning, Memory, SentenceTransformerEmbedder, Settings
 from graphmem.embed import Embedder
 from graphmem.llm import OfflineLLM
 
-RESULTS = Path(__file__).resolve().parent / "results"
 TOOLS = ["send_email", "web_search", "run_sql", "git_commit", "slack_message", "write_file", "http_request"]
 PEOPLE = ["Dana", "Omar", "Priya", "Lena", "Marcus", "Yuki", "Acme", "Globex", "Initech"]
 TOPICS = ["email style", "deploys", "sql performance", "meeting notes", "security", "testing", "billing"]
@@ -227,8 +229,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--singles", type=int, default=100, help="single add_learning / record_event calls timed")
     parser.add_argument("--open-size", type=int, default=100_000, help="0 skips the open measurement")
     parser.add_argument("--embedder", choices=["minilm", "hash", "both"], default="both")
-    parser.add_argument("--json-out", type=Path, default=RESULTS / "ingest.json")
+    parser.add_argument("--json-out", type=Path, default=None, help="where to write the JSON (and its PNG beside it)")
+    parser.add_argument("--save", action="store_true", help="write the tracked benchmarks/results/ingest.json")
     args = parser.parse_args(argv)
+    args.json_out = args.json_out or results_dir(args.save) / "ingest.json"
     names = ["minilm", "hash"] if args.embedder == "both" else [args.embedder]
     result: dict[str, Any] = {"n": args.n, "batch": args.batch, "at": args.at, "ingest": {}}
     for name in names:
