@@ -233,11 +233,19 @@ class BoltConnection:
                 keys, rows = self._run_one(cypher, params)
                 break
             except Exception as e:
+                if self._tx is None and _transient(e) and attempt < self.retry.attempts:
+                    # an auto-commit statement the engine refused for a conflict was not applied:
+                    # run it again, on a fresh session
+                    attempt += 1
+                    self.retry.retried += 1
+                    self._reset_after_error()
+                    self.retry.wait(attempt)
+                    continue
                 if self._tx is not None and self.retry.retryable(e, self._log, cypher) and attempt < self.retry.attempts:
                     attempt += 1
                     if self._replay(attempt):  # the transaction so far again, then this statement
                         continue
-                conflict = self._tx is not None and self.retry.retryable(e, self._log, cypher)
+                conflict = _transient(e) or (self._tx is not None and self.retry.retryable(e, self._log, cypher))
                 self._reset_after_error()
                 raise BoltQueryError(f"{type(e).__name__}: {_message(e)}", conflict=conflict) from e
         if self._tx is not None:
