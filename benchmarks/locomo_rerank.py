@@ -49,7 +49,7 @@ def candidates(data: Path, convs: Sequence[int], embed_cache: Path | None, c: in
     ``update`` changed), with their features."""
     from benchmarks.locomo_tune import load
     from graphmem.config import Settings
-    from graphmem.retrieve.search import asks_when
+    from graphmem.retrieve.event_arrays import asks_when
 
     questions, _mems = load(data, convs, embed_cache)
     base = Settings().model_copy(update=update or {})

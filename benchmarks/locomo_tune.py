@@ -85,7 +85,8 @@ def load(data_dir: Path, convs: Sequence[int], embed_cache: Path | None,
     from graphmem import Memory
     from graphmem.config import Settings
     from graphmem.embed import SentenceTransformerEmbedder
-    from graphmem.retrieve.search import EventSearch, _entity_index, query_entities
+    from graphmem.retrieve.event_arrays import entity_index, query_entities
+    from graphmem.retrieve.search import EventSearch
 
     data = json.loads((data_dir / "locomo10.json").read_text())
     embedder = CachingEmbedder(embedder or SentenceTransformerEmbedder(), embed_cache)
@@ -100,7 +101,7 @@ def load(data_dir: Path, convs: Sequence[int], embed_cache: Path | None,
         events = store.events_by_ids(layout.order)
         dia = [str(events[i].metadata.get("dia_id")) for i in layout.order]
         searcher = EventSearch(store, embedder, Settings(**_SIGNAL_TIME), mem.user)
-        index = _entity_index(store, mem.user, layout)
+        index = entity_index(store, mem.user, layout)
         for qa in sample["qa"]:
             gold = parse_evidence(qa.get("evidence", []))
             if not qa.get("question") or not gold:

@@ -11,7 +11,7 @@ import numpy as np
 
 from graphmem import Memory
 from graphmem.retrieve.entities import EntityIndex
-from graphmem.retrieve.search import _entity_index, _RankOf, _ranks, _row_positions, _time_flags, _top
+from graphmem.retrieve.event_arrays import RankOf, entity_index, rank_array, row_positions, time_flags, top_k
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -47,9 +47,9 @@ def test_incremental_layout_equals_a_rebuilt_one(make_memory: Callable[..., Memo
     layout = store.event_layout("alice")
     for w in (1, 2):
         layout.neighbour_index(w)  # maintained from now on
-    index = _entity_index(store, "alice", layout)
-    _time_flags(layout)
-    _row_positions(layout)
+    index = entity_index(store, "alice", layout)
+    time_flags(layout)
+    row_positions(layout)
     store.event_entity_names("alice")
     # a mix of writes: appends at a session's end, a turn back-dated into the middle of a session,
     # a new session, events without a session, a batch, another user's events in between
@@ -75,11 +75,11 @@ def test_incremental_layout_equals_a_rebuilt_one(make_memory: Callable[..., Memo
     assert [grown.neighbours(i, 2) for i in grown.order] == [rebuilt.neighbours(i, 2) for i in rebuilt.order]
     # the ranking's caches grew with it
     fresh = EntityIndex.build(rebuilt.position, rebuilt.linked, store.event_mention_rows("alice"))
-    assert _entity_index(store, "alice", grown) is index
+    assert entity_index(store, "alice", grown) is index
     assert index.linked == fresh.linked and index.mentioned == fresh.mentioned and index.names == fresh.names
     assert {k: sorted(v) for k, v in index.postings.items()} == {k: sorted(v) for k, v in fresh.postings.items()}
-    assert np.array_equal(_time_flags(grown), _time_flags(rebuilt))
-    assert _row_positions(grown) == {int(r): p for p, r in enumerate(rebuilt.rows)}
+    assert np.array_equal(time_flags(grown), time_flags(rebuilt))
+    assert row_positions(grown) == {int(r): p for p, r in enumerate(rebuilt.rows)}
     db_names = {str(r["name"]) for r in store.read(
         "MATCH (e:Event)-[:MENTIONS]->(n:Entity) WHERE e.user_id = 'alice' RETURN DISTINCT n.name AS name")}
     assert set(store.event_entity_names("alice")) == db_names and {"Fay", "Gus"} <= db_names
@@ -163,10 +163,10 @@ def test_top_k_and_ranks_equal_a_full_stable_sort() -> None:
     rng = np.random.default_rng(3)
     for n, k in ((1000, 10), (1000, 40), (50, 12), (300, 0), (5, 9)):
         values = rng.integers(0, 20, n).astype(np.float64)  # many ties
-        assert np.array_equal(_top(values, k), np.argsort(-values, kind="stable")[:k])
+        assert np.array_equal(top_k(values, k), np.argsort(-values, kind="stable")[:k])
         present = values > 3
-        full = _ranks(values, present)
-        lazy = _RankOf(values, present)
+        full = rank_array(values, present)
+        lazy = RankOf(values, present)
         assert all(lazy[i] == full[i] for i in range(n))
 
 

@@ -12,7 +12,8 @@ import pytest
 from graphmem import Memory
 from graphmem.errors import InvalidInputError
 from graphmem.models import Event
-from graphmem.retrieve.search import Hit, asks_when, has_time_expression, named_entities
+from graphmem.retrieve.event_arrays import asks_when, has_time_expression, named_entities
+from graphmem.retrieve.search import Hit
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 

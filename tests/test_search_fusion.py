@@ -10,7 +10,7 @@ from benchmarks.locomo_tune import GRID, evaluate, fit, load
 from graphmem import Memory
 from graphmem.config import SETTING_RANGES, Settings
 from graphmem.embed import HashEmbedder
-from graphmem.retrieve.search import strip_names
+from graphmem.retrieve.event_arrays import strip_names
 
 _VECTOR_ONLY = {
     "search_weight_fulltext": 0.0, "search_weight_entity": 0.0, "search_weight_mention": 0.0,

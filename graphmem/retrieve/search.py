@@ -57,8 +57,7 @@ in ``reasons`` which signals found it. ``benchmarks/locomo.py`` measures every s
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -68,30 +67,32 @@ from pydantic import BaseModel, ConfigDict
 from graphmem.config import Settings
 from graphmem.embed import Embedder, embed_queries
 from graphmem.models import Event, Learning
-from graphmem.retrieve.entities import EntityIndex, extract_entities, normalise_entity
+from graphmem.retrieve.entities import EntityIndex
+from graphmem.retrieve.event_arrays import (
+    NamesAt,
+    RankOf,
+    asks_when,
+    date_match,
+    diverse_top,
+    entity_arrays,
+    entity_index,
+    idf_weight,
+    pool_z,
+    query_entities,
+    rank_array,
+    row_position_array,
+    session_centroids,
+    strip_names,
+    time_flags,
+    top_k,
+    turn_priors,
+    user_cosines,
+)
 from graphmem.retrieve.event_hops import continuation
 from graphmem.retrieve.event_rank import pruned_feedback, weighted_sum
 from graphmem.store.search import EventLayout
-from graphmem.store.vectors import scan_cosines
 
 HitKind = Literal["learning", "event"]
-_MONTH_NUMBER = {m[:3]: i for i, m in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], start=1)}
-
-_MONTHS = "january february march april may june july august september october november december"
-_DAYS = "monday tuesday wednesday thursday friday saturday sunday"
-TIME_EXPRESSION = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|weekend|"
-    r"(?:last|next|this|past|previous|coming)\s+(?:few\s+)?(?:week|month|year|night|time|summer|winter|"
-    r"spring|fall|autumn|weekend|days|weeks|months|years|" + _DAYS.replace(" ", "|") + r")s?|"
-    + _MONTHS.replace(" ", "|") + "|" + _DAYS.replace(" ", "|") + r"|(?:19|20)\d\d)\b",
-    re.IGNORECASE,
-)
-_TIME_QUESTION = re.compile(
-    r"\b(?:when|what\s+(?:year|month|day|date|time)|how\s+long\s+ago|which\s+(?:year|month|day))\b",
-    re.IGNORECASE,
-)
-
 
 class Hit(BaseModel):
     """One search result: a learning or an event, its score and why it was found."""
@@ -105,337 +106,6 @@ class Hit(BaseModel):
     reasons: list[str]
 
 
-def asks_when(query: str) -> bool:
-    """True if the query asks for a time (when, what year, how long ago...)."""
-    return bool(_TIME_QUESTION.search(query))
-
-
-def has_time_expression(text: str) -> bool:
-    """True if ``text`` holds a date or time expression (yesterday, last week, May, 2022...)."""
-    return bool(TIME_EXPRESSION.search(text))
-
-
-def named_entities(query: str, known: list[str]) -> list[str]:
-    """The known entity names that occur in ``query`` as whole words (case-insensitive)."""
-    low = query.lower()
-    found = []
-    for name in known:
-        n = name.strip().lower()
-        if n and re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", low):
-            found.append(name)
-    return found
-
-
-def strip_names(query: str, names: Sequence[str]) -> str:
-    """``query`` without the given entity names (and their possessive ``'s``), spaces collapsed."""
-    out = query
-    for name in sorted(names, key=len, reverse=True):
-        if name:
-            out = re.sub(r"(?<![\w])" + re.escape(name) + r"(?:['’]s?)?(?![\w])", " ", out, flags=re.IGNORECASE)
-    return " ".join(out.split())
-
-
-def _idf(df: int, n: int) -> float:
-    """Inverse document frequency of an entity named by ``df`` of ``n`` events (> 0)."""
-    return math.log((n + 1) / (df + 0.5))
-
-
-def _entity_index(store: object, user: str, layout: EventLayout) -> EntityIndex:
-    """The user's event-entity links in layout order (cached on the layout)."""
-    index = layout.derived.get("entity_index")
-    if index is None:
-        rows = store.event_mention_rows(user)  # type: ignore[attr-defined]
-        index = EntityIndex.build(layout.position, layout.linked or [[] for _ in layout.order], rows)
-        layout.derived["entity_index"] = index
-        layout.keep_on_append.add("entity_index")  # grown below with the appended events' links
-    elif len(index.linked) < len(layout):
-        # the appended positions only (the whole position map costs ~0.1 s per write at 1M events)
-        new = {layout.order[p]: p for p in range(len(index.linked), len(layout))}
-        index.extend(new, layout.linked, [r for r in layout.mention_rows if r[0] in new])
-    return index  # type: ignore[no-any-return]
-
-
-def _entity_arrays(index: EntityIndex, key: str, layout: EventLayout) -> tuple[np.ndarray, np.ndarray]:
-    """``key``'s posting as positions and, aligned, whether each event is linked to it (not
-    just naming it), cached on the layout and grown with it (postings only grow): the entity
-    signals then cost numpy operations, not a Python loop over a speaker's every turn."""
-    cache: dict[str, tuple[np.ndarray, np.ndarray]] = layout.derived.setdefault("entity_arrays", {})
-    layout.keep_on_append.add("entity_arrays")
-    posting = index.postings[key]
-    got = cache.get(key)
-    if got is None or got[0].size < len(posting):
-        start = 0 if got is None else got[0].size
-        tail = posting[start:]
-        pos = np.asarray(tail, dtype=np.int64)
-        linked = np.fromiter((key in index.linked[p] for p in tail), dtype=bool, count=len(tail))
-        got = (pos, linked) if got is None else (np.concatenate([got[0], pos]), np.concatenate([got[1], linked]))
-        cache[key] = got
-    return got
-
-
-class _NamesAt:
-    """Position -> the query entity names that found it (for the reasons of the few hits
-    returned), read from per-entity masks on demand instead of a dict filled for every event."""
-
-    def __init__(self) -> None:
-        self.parts: list[tuple[np.ndarray, str]] = []  # (boolean mask over positions, name)
-
-    def get(self, p: int, default: list[str] | None = None) -> list[str]:
-        names = [name for mask, name in self.parts if mask[p]]
-        return names if names else (default if default is not None else [])
-
-    def __contains__(self, p: object) -> bool:
-        return isinstance(p, (int, np.integer)) and any(bool(mask[p]) for mask, _ in self.parts)
-
-    def __getitem__(self, p: int) -> list[str]:
-        names = self.get(p)
-        if not names:
-            raise KeyError(p)
-        return names
-
-
-def _years_months(layout: EventLayout) -> tuple[np.ndarray, np.ndarray]:
-    """Per position, the year and month of the event's time (0 when it has none); cached on the
-    layout and grown with it."""
-    got = layout.derived.get("years_months")
-    n = len(layout)
-    if got is None or got[0].size < n:
-        start = 0 if got is None else got[0].size
-        tail = layout.created[start:]
-        years = np.fromiter((ts.year if ts is not None else 0 for ts in tail), dtype=np.int32, count=n - start)
-        months = np.fromiter((ts.month if ts is not None else 0 for ts in tail), dtype=np.int32, count=n - start)
-        got = (years, months) if got is None else (np.concatenate([got[0], years]), np.concatenate([got[1], months]))
-        layout.derived["years_months"] = got
-        layout.keep_on_append.add("years_months")
-    return got  # type: ignore[no-any-return]
-
-
-def query_entities(query: str, passed: Sequence[str], index: EntityIndex) -> list[str]:
-    """Merge keys of the entities a query anchors on: the ones passed, and the ones its text
-    names (extracted, known names matched case-insensitively) that the user's events know."""
-    keys = [normalise_entity(x) for x in passed]
-    if query:
-        keys += [m.key for m in extract_entities(query, index.names.values())]
-    return [k for k in dict.fromkeys(keys) if k in index.postings]
-
-
-def _date_match(query: str, layout: EventLayout) -> np.ndarray:
-    """1 for events whose session date falls in a month / year the query names (``in May
-    2023``, ``in 2022``), else 0; zeros when the query names no date."""
-    n = len(layout)
-    out = np.zeros(n)
-    if not query or not layout.created:
-        return out
-    months: set[int] = set()
-    years: set[int] = set()
-    for m in extract_entities(query):
-        if m.kind != "date":
-            continue
-        for word in m.key.replace(",", " ").split():
-            if word.isdigit() and len(word) == 4:
-                years.add(int(word))
-            elif word[:3] in _MONTH_NUMBER:
-                months.add(_MONTH_NUMBER[word[:3]])
-    if not months and not years:
-        return out
-    year, month = _years_months(layout)
-    hit = year > 0
-    if years:
-        hit &= np.isin(year, list(years))
-    if months:
-        hit &= np.isin(month, list(months))
-    out[hit] = 1.0
-    return out
-
-
-def _diverse_top(final: np.ndarray, session: list[str], k: int, decay: float) -> np.ndarray:
-    """The ``k`` best positions, where each further hit from a session already in the list
-    counts ``decay`` times less (1.0: plain top k). Answers spread over sessions (multi-hop
-    questions) then reach the list instead of more turns around one strong hit."""
-    if decay >= 1.0 or k <= 0:
-        return _top(final, k)
-    pool = _top(final, 4 * k)
-    seen: dict[str, int] = {}
-    chosen: list[int] = []
-    left = [int(p) for p in pool]
-    while left and len(chosen) < k:
-        best = max(left, key=lambda p: final[p] * decay ** seen.get(session[p], 0) if session[p] else final[p])
-        left.remove(best)
-        chosen.append(best)
-        if session[best]:
-            seen[session[best]] = seen.get(session[best], 0) + 1
-    return np.asarray(chosen, dtype=np.int64)
-
-
-def _row_positions(layout: EventLayout) -> dict[int, int]:
-    """Event catalog row -> layout position (cached on the layout)."""
-    where: dict[int, int] | None = layout.derived.get("row_positions")
-    if where is None:
-        where = {}
-        layout.derived["row_positions"] = where
-        layout.keep_on_append.add("row_positions")  # positions never move: grown below
-    if len(where) < len(layout):
-        rows = layout.rows
-        where.update((int(rows[p]), p) for p in range(len(where), len(layout)))
-    return where
-
-
-def _row_position_array(layout: EventLayout) -> np.ndarray:
-    """Event catalog row -> layout position (-1: not this user's), as an array cached on the
-    layout and grown with it: maps a BM25 result's rows without a Python loop."""
-    arr: np.ndarray | None = layout.derived.get("row_position_array")
-    filled: int = layout.derived.get("row_position_filled", 0)
-    n = len(layout)
-    if arr is None or filled < n:
-        rows = layout.rows
-        top = int(rows.max()) + 1 if n else 0
-        if arr is None or arr.shape[0] < top:
-            grown = np.full(max(16, 2 * top), -1, dtype=np.int64)
-            if arr is not None:
-                grown[: arr.shape[0]] = arr
-            arr = grown
-        arr[rows[filled:]] = np.arange(filled, n, dtype=np.int64)
-        layout.derived["row_position_array"] = arr
-        layout.derived["row_position_filled"] = n
-        layout.keep_on_append.update(("row_position_array", "row_position_filled"))
-    return arr
-
-
-def _time_flags(layout: EventLayout) -> np.ndarray:
-    """Per event of the layout: does its text hold a time expression? (cached on the layout)"""
-    flags = layout.derived.get("time_flags")
-    if flags is None or len(flags) < len(layout):
-        start = 0 if flags is None else len(flags)
-        tail = np.fromiter((has_time_expression(t) for t in layout.content[start:]), dtype=bool,
-                           count=len(layout) - start)
-        flags = tail if flags is None else np.concatenate([flags, tail])
-        layout.derived["time_flags"] = flags
-        layout.keep_on_append.add("time_flags")  # positions never move: only new ones are computed
-    return flags  # type: ignore[no-any-return]
-
-
-def _turn_priors(layout: EventLayout) -> tuple[np.ndarray, np.ndarray]:
-    """Per event of the layout: its log text length z-scored over the layout's events (clipped
-    to [-2, 2]), and 1.0 where its text asks a question ("?"), else 0.0. The log lengths and
-    flags are cached on the layout and extended for appended events only; the z-scores are
-    cached until the next append (they move with the mean)."""
-    cached = layout.derived.get("turn_priors")
-    n = len(layout)
-    if cached is None or cached[0].shape[0] < n:
-        start = 0 if cached is None else cached[0].shape[0]
-        tail = layout.content[start:n]
-        lengths = np.log1p(np.fromiter((len(t) for t in tail), dtype=np.float64, count=n - start))
-        asks = np.fromiter(("?" in t for t in tail), dtype=np.float64, count=n - start)
-        if cached is not None:
-            lengths, asks = np.concatenate([cached[0], lengths]), np.concatenate([cached[1], asks])
-        cached = (lengths, asks)
-        layout.derived["turn_priors"] = cached
-        layout.keep_on_append.add("turn_priors")  # positions never move: only new ones are computed
-    lengths, asks = cached[0][:n], cached[1][:n]
-    z = layout.derived.get("turn_length_z")  # dropped by the next append (the mean moves)
-    if z is None or z.shape[0] != n:
-        std = float(lengths.std()) if n > 1 else 0.0
-        z = np.clip((lengths - float(lengths.mean())) / (std or 1.0), -2.0, 2.0) if n else lengths
-        layout.derived["turn_length_z"] = z
-    return z, asks
-
-
-def _session_centroids(layout: EventLayout, matrix: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Unit mean vector of each session's events, and each position's session index (-1 for
-    events without a session); cached on the layout."""
-    cached = layout.derived.get("session_centroids")
-    if cached is None:
-        names: dict[str, int] = {}
-        member = np.array([names.setdefault(x, len(names)) if x else -1 for x in layout.session], dtype=np.int64)
-        vectors = matrix.vectors_of(layout.rows)
-        centroids = np.zeros((max(len(names), 1), vectors.shape[1]), dtype=np.float32)
-        ok = member >= 0
-        np.add.at(centroids, member[ok], vectors[ok])
-        norms = np.linalg.norm(centroids, axis=1, keepdims=True)
-        cached = (centroids / np.where(norms > 0, norms, 1.0), member)
-        layout.derived["session_centroids"] = cached
-    return cached  # type: ignore[no-any-return]
-
-
-def _user_cosines(vectors: Any, rows: np.ndarray, units: np.ndarray) -> np.ndarray:
-    """``(len(rows), k)`` cosines of the catalog rows ``rows`` to ``k`` unit vectors, as float64.
-    When most of the mirror is this user's, the whole mirror is scanned in one pass for all
-    ``k`` vectors (no copy of their rows per query; a view when ``rows`` is the whole mirror in
-    order, as for a file with one user); else just their rows are multiplied. int8 rows (from
-    50,000 events on) are scanned as int8 (:func:`graphmem.store.vectors.scan_cosines`)."""
-    n = len(vectors)
-    if 2 * rows.size < n:
-        return np.asfortranarray(scan_cosines(vectors, units, rows), dtype=np.float64)  # type: ignore[no-any-return]
-    sims = scan_cosines(vectors, units)
-    if not (rows.size == n and rows[0] == 0 and rows[-1] == n - 1):  # rows rise strictly (layout order)
-        sims = sims[rows]
-    # column-major: each vector's cosines are contiguous (the ranking works column by column)
-    return np.asfortranarray(sims, dtype=np.float64)  # type: ignore[no-any-return]
-
-
-def _anchor_pool(sig: _Signals) -> np.ndarray | None:
-    """The events linked to a query entity (a speaker's own turns), or None when none are."""
-    if float(sig.entity.max(initial=0.0)) <= 0:
-        return None
-    return sig.entity > 0  # type: ignore[no-any-return]
-
-
-def _pool_z(values: np.ndarray, among: np.ndarray) -> np.ndarray:
-    """``values`` z-scored by the mean and standard deviation over the positions ``among``
-    (a boolean mask), clipped at 0 and divided by 4 (the vector signal's scale)."""
-    sub = values[among]
-    if sub.size < 2:
-        return np.zeros(values.shape[0])
-    std = float(sub.std()) or 1.0
-    return np.clip((values - float(sub.mean())) / std, 0.0, None) / 4.0  # type: ignore[no-any-return]
-
-
-def _top(values: np.ndarray, k: int) -> np.ndarray:
-    """The first ``k`` of ``np.argsort(-values, kind="stable")`` (best first, ties in position
-    order) without sorting every value: a partition finds the k-th best, then only the values
-    at least as good are sorted."""
-    n = values.shape[0]
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    if 4 * k >= n:
-        return np.argsort(-values, kind="stable")[:k]
-    kth = np.partition(-values, k - 1)[k - 1]  # minus the k-th best value
-    cand = np.flatnonzero(-values <= kth)  # every value at least as good, in position order
-    return cand[np.argsort(-values[cand], kind="stable")][:k]  # type: ignore[no-any-return]
-
-
-class _RankOf:
-    """1-based rank by descending score (+inf where not present) of single positions, computed
-    on demand: the reasons of a few hits need it, and ranking every event costs a sort. The
-    present positions scoring at least the lowest score asked so far are kept, so the next
-    hits count among those few instead of passing over every event again."""
-
-    def __init__(self, scores: np.ndarray, present: np.ndarray) -> None:
-        self.scores, self.present = scores, present
-        self._floor = math.inf  # the positions kept score at least this
-        self._above = np.zeros(0, dtype=np.int64)
-
-    def __getitem__(self, i: int) -> float:
-        if not self.present[i]:
-            return float("inf")
-        v = self.scores[i]
-        if v < self._floor:
-            self._floor = float(v)
-            self._above = np.flatnonzero((self.scores >= v) & self.present)
-        vals = self.scores[self._above]
-        better = np.count_nonzero(vals > v) + np.count_nonzero((vals == v) & (self._above < i))
-        return float(better + 1)
-
-
-def _ranks(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """1-based rank of each entry by descending score; +inf where not present."""
-    ranks = np.full(scores.shape[0], np.inf)
-    idx = np.flatnonzero(present)
-    if idx.size:
-        order = idx[np.argsort(-scores[idx], kind="stable")]
-        ranks[order] = np.arange(1, order.size + 1)
-    return ranks
-
 
 @dataclass
 class _Signals:
@@ -446,7 +116,7 @@ class _Signals:
     entity: np.ndarray
     tool: np.ndarray
     temporal: np.ndarray
-    entity_names: _NamesAt  # position -> the query entities that found it
+    entity_names: NamesAt  # position -> the query entities that found it
     mention: np.ndarray
     date: np.ndarray
     hop_via: dict[int, str] | None = None
@@ -457,6 +127,13 @@ class _Signals:
     qvec: np.ndarray | None = None  # unit embedding of what is asked (the query without its anchored names)
     length: np.ndarray | None = None  # z-scored log text length of each event (turn prior)
     asks: np.ndarray | None = None  # 1 where the event's text asks a question (turn prior)
+
+
+def _anchor_pool(sig: _Signals) -> np.ndarray | None:
+    """The events linked to a query entity (a speaker's own turns), or None when none are."""
+    if float(sig.entity.max(initial=0.0)) <= 0:
+        return None
+    return sig.entity > 0  # type: ignore[no-any-return]
 
 
 class EventSearch:
@@ -484,7 +161,7 @@ class EventSearch:
         layout = store.event_layout(self.user)
         if len(layout.order) == 0:
             return []
-        index = _entity_index(store, self.user, layout)
+        index = entity_index(store, self.user, layout)
         wanted = query_entities(query, entities, index)
         sig = self.signals(query, layout, index, wanted, tool)
         if not query:
@@ -525,11 +202,11 @@ class EventSearch:
             p = pos.get(catalog.vectors.ids[row])
             if p is not None:
                 bm25[p] = score
-        temporal = _time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
+        temporal = time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
         priors = s.search_weight_length > 0 or s.search_weight_question_turn > 0
-        length, asks = _turn_priors(layout) if priors else (None, None)
+        length, asks = turn_priors(layout) if priors else (None, None)
         return _Signals(dense, bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
-                        mention, _date_match(query, layout), stripped=stripped, session_sim=session_sim,
+                        mention, date_match(query, layout), stripped=stripped, session_sim=session_sim,
                         query_terms=tuple(catalog.lexical.query_terms(query)), address=address,
                         qvec=qvec, length=length, asks=asks)
 
@@ -557,7 +234,7 @@ class EventSearch:
             fb[lifted] = exact
         parts["continuation"] = cont
         final = final + s.search_weight_continuation * cont
-        return _diverse_top(final, layout.session, k, s.search_session_decay), final, parts
+        return diverse_top(final, layout.session, k, s.search_session_decay), final, parts
 
     def _rocchio(
         self, final: np.ndarray, sig: _Signals, layout: EventLayout, keep: int = 0
@@ -575,7 +252,7 @@ class EventSearch:
         n = final.shape[0]
         if s.search_weight_rocchio <= 0 or s.search_rocchio_docs <= 0 or sig.qvec is None or n < 2:
             return np.zeros(n), None
-        seeds = _top(final, s.search_rocchio_docs)
+        seeds = top_k(final, s.search_rocchio_docs)
         top = float(final[seeds[0]])
         if top <= 0:
             return np.zeros(n), None
@@ -591,7 +268,7 @@ class EventSearch:
         if pruned is not None:
             out, _cand, exact_at = pruned
         else:
-            out = _pool_z(_user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
+            out = pool_z(user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
         pool = _anchor_pool(sig)
         factor = np.ones(n) if pool is None else np.where(pool, 1.0, 1.0 - float(pool[seeds].mean()))
         if pruned is not None:
@@ -616,10 +293,10 @@ class EventSearch:
         # most of the mirror is this user's: scan it whole and pick their rows (no copy of their
         # vectors per query); else multiply just their rows
         vectors = self.store.event_catalog.vectors
-        sims = _user_cosines(vectors, layout.rows, unit)
+        sims = user_cosines(vectors, layout.rows, unit)
         session_sim = None
         if self.settings.search_weight_session > 0:
-            centroids, member = _session_centroids(layout, self.store.event_catalog.vectors)
+            centroids, member = session_centroids(layout, self.store.event_catalog.vectors)
             session_sim = np.where(member >= 0, (centroids @ unit[0]).astype(np.float64)[np.maximum(member, 0)], 0.0)
         return sims[:, 0], (sims[:, 1] if sims.shape[1] > 1 else None), session_sim, unit[-1]
 
@@ -632,11 +309,11 @@ class EventSearch:
         dense = sig.dense
         if sig.stripped is not None and s.search_weight_stripped > 0:
             dense = (1.0 - s.search_weight_stripped) * sig.dense + s.search_weight_stripped * sig.stripped
-        dense_rank: Any = _RankOf(dense, np.ones(n, dtype=bool))  # for the reasons of the hits
-        bm_rank: Any = _RankOf(sig.bm25, sig.bm25 > 0)
+        dense_rank: Any = RankOf(dense, np.ones(n, dtype=bool))  # for the reasons of the hits
+        bm_rank: Any = RankOf(sig.bm25, sig.bm25 > 0)
         if s.search_fusion == "rrf":
-            dense_rank = _ranks(dense, np.ones(n, dtype=bool))
-            bm_rank = _ranks(sig.bm25, sig.bm25 > 0)
+            dense_rank = rank_array(dense, np.ones(n, dtype=bool))
+            bm_rank = rank_array(sig.bm25, sig.bm25 > 0)
             v = np.where(dense_rank <= cand, 1.0 / (s.rrf_k + dense_rank), 0.0)
             t = np.where(np.isfinite(bm_rank), 1.0 / (s.rrf_k + bm_rank), 0.0)
         else:  # "score": z-scored cosine (clipped at 0) and max-normalised BM25
@@ -679,20 +356,20 @@ class EventSearch:
 
     def _entity_signals(
         self, index: EntityIndex, wanted: list[str], n: int, layout: EventLayout
-    ) -> tuple[np.ndarray, np.ndarray, _NamesAt, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, NamesAt, np.ndarray]:
         """``entity``: 1 where the caller linked a query entity to the event (``entities=``);
         ``mention``: the idf-weighted share of the query entities its text names; ``address``: 1
         where the text names a linked query entity (a speaker) that is not linked to the event
         (another speaker talking to them)."""
         entity, mention, address = np.zeros(n), np.zeros(n), np.zeros(n)
-        names = _NamesAt()
+        names = NamesAt()
         if not wanted:
             return entity, mention, names, address
-        idf = {key: _idf(len(index.postings[key]), n) for key in wanted}
+        idf = {key: idf_weight(len(index.postings[key]), n) for key in wanted}
         total = sum(idf.values()) or 1.0
         cap = self.settings.search_entity_cap
         for key in wanted:
-            posting, linked = _entity_arrays(index, key, layout)
+            posting, linked = entity_arrays(index, key, layout)
             posting, linked = posting[:cap], linked[:cap]
             # a name the caller links (a speaker...) is anchored by those links, not by text
             by_link = bool(linked.any())
@@ -726,7 +403,7 @@ class EventSearch:
         if top <= 0:
             return hop, via
         skip = set(wanted)
-        seeds = _top(final, s.search_hop_seeds)
+        seeds = top_k(final, s.search_hop_seeds)
         norm = math.log(n + 1)
         for seed in seeds:
             share = float(final[seed]) / top
@@ -734,7 +411,7 @@ class EventSearch:
                 posting = index.postings.get(key, ())
                 if key in skip or len(posting) < 2 or len(posting) > s.search_hop_max_events:
                     continue
-                weight = share * _idf(len(posting), n) / norm
+                weight = share * idf_weight(len(posting), n) / norm
                 for p in posting:
                     if p != seed and weight > hop[p]:
                         hop[p] = weight
@@ -749,7 +426,7 @@ class EventSearch:
         n = final.shape[0]
         if s.search_weight_feedback <= 0 or s.search_hop_seeds <= 0 or n < 2 or float(final.max()) <= 0:
             return np.zeros(n)
-        seeds = _top(final, s.search_hop_seeds)
+        seeds = top_k(final, s.search_hop_seeds)
         matrix = self.store.event_catalog.vectors.vectors_of(layout.rows)
         sims = (matrix @ matrix[seeds].T).astype(np.float64) * (final[seeds] / float(final.max()))[None, :]
         sims[seeds, np.arange(seeds.size)] = 0.0  # a seed does not feed back to itself
@@ -773,7 +450,7 @@ class EventSearch:
         lexical = self.store.event_catalog.lexical
         n_docs, _ = lexical.stats(self.user)
         skip = set(sig.query_terms)
-        seeds = _top(final, s.search_prf_docs)
+        seeds = top_k(final, s.search_prf_docs)
         weight: dict[str, float] = {}
         for seed in seeds:
             share = float(final[seed]) / top
@@ -787,7 +464,7 @@ class EventSearch:
             return out
         terms = sorted(weight, key=lambda t: (-weight[t], t))[: s.search_prf_terms]
         rows, scores = lexical.scores(terms, self.user, k1=s.bm25_k1, b=s.bm25_b)
-        where = _row_position_array(layout)
+        where = row_position_array(layout)
         inside = rows < where.shape[0]
         p = where[rows[inside]]
         out[p[p >= 0]] = scores[inside][p >= 0]
@@ -833,7 +510,7 @@ class EventSearch:
         return out
 
     def _anchor_only(
-        self, order: list[str], anchor: np.ndarray, entity_names: _NamesAt, tool: str | None, k: int
+        self, order: list[str], anchor: np.ndarray, entity_names: NamesAt, tool: str | None, k: int
     ) -> list[Hit]:
         """No query text: events linked to the tool/entities, newest first."""
         idx = np.flatnonzero(anchor > 0)
