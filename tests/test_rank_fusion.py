@@ -46,6 +46,10 @@ def test_rank_fusion_setting_is_checked(make_memory: Callable[..., Memory]) -> N
         ctx = mem.context("quarterly revenue", tool="send_email", token_budget=5000)
         hit = next(i for i in ctx.learnings if i.id == target.id)
         assert "via tool send_email" in hit.reasons
+        # the fused relevance is named by the method that made it
+        label = "score fusion " if mode == "score" else "rrf "
+        assert sum(r.startswith(label) for r in hit.reasons) == 1, hit.reasons
+        assert not any(r.startswith("rrf ") for r in hit.reasons) or mode == "rrf"
 
 
 def test_learning_bound_to_another_tool_loses_relevance(make_memory: Callable[..., Memory]) -> None:

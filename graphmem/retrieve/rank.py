@@ -179,7 +179,9 @@ class Retriever:
                 weights[name] *= fusion.get(name, 1.0)
         if not any(lists.values()) and not query.strip():
             lists["quality"] = _top_quality(catalog, mask, now_ts, s, n)
+        fusion_label = "rrf"  # how the reasons name the fused relevance
         if s.rank_fusion == "score" and "quality" not in lists:
+            fusion_label = "score fusion"
             graph_weight = _graph_weights(hits)
             fused = score_fusion(lists, weights, {"vector": sims, "fulltext": dict(ft), "graph": graph_weight})
         else:
@@ -272,7 +274,7 @@ class Retriever:
                     signals["graph_rank"] = graph_rank
             if "quality" in ranks and row in ranks["quality"]:
                 reasons.append(f"top quality (no query), rank {ranks['quality'][row]}")
-            reasons.append(f"rrf {rrf_scores[i]:.4f}")
+            reasons.append(f"{fusion_label} {rrf_scores[i]:.4f}")
             if other_tool is not None and other_tool[i]:
                 reasons.append(f"bound to tool {catalog.tool[row]}, not {tool}: relevance -{s.tool_mismatch_penalty:.0%}")
                 signals["other_tool"] = 1.0
