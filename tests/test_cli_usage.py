@@ -181,6 +181,15 @@ def test_no_internal_references_in_user_facing_text() -> None:
         assert not banned.findall(out), (path, [l for l in out.splitlines() if banned.search(l)])
 
 
+def test_every_command_summary_is_one_line() -> None:
+    """`graphmem --help` lists each command with the first paragraph of its help, unbroken."""
+    import inspect
+
+    for path, cmd in _all_commands():
+        summary = inspect.cleandoc(cmd.short_help or cmd.help or "").split("\n\n")[0]
+        assert summary and "\n" not in summary, (path, summary)
+
+
 def test_each_benchmark_has_one_name() -> None:
     """`graphmem bench NAME` and `python -m benchmarks.NAME` name the same module, and
     `graphmem bench NAME --help` shows that benchmark's own options."""

@@ -257,10 +257,22 @@ def command(*args: Any, target: typer.Typer | None = None, **kwargs: Any) -> Cal
                         state._memory.close()
                         state._memory = None
 
+        inner.__doc__ = _first_paragraph_on_one_line(fn.__doc__)
         (target or app).command(*args, **kwargs)(inner)
         return fn
 
     return wrap
+
+
+def _first_paragraph_on_one_line(doc: str | None) -> str | None:
+    """A docstring whose first paragraph is one line: `graphmem --help` lists that paragraph as the
+    command's summary and would keep the source's line breaks in the middle of its sentences."""
+    if not doc:
+        return doc
+    import inspect
+
+    first, sep, rest = inspect.cleandoc(doc).partition("\n\n")
+    return " ".join(line.strip() for line in first.splitlines()) + sep + rest
 
 
 @contextmanager
