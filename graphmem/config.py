@@ -148,26 +148,26 @@ class Settings(BaseModel):
     # context(): run the filters, name linking and full-text search in a helper thread while the
     # caller's thread embeds the query (the same results; graphmem/retrieve/service.py Aside).
     # Off: on a quiet 2-core machine it measured slower (the helper's Python work and the
-    # embedding's operators take turns on the GIL), see README "Kept vector blocks"
+    # embedding's operators take turns on the GIL), see docs/benchmarks.md "Kept vector blocks"
     context_overlap_embedding: bool = False
     # from vector_ann_min_rows learnings on (0: never) the mirror also keeps an HNSW index
     # (graphmem/store/ann.py, usearch): built in the background after open, saved beside the file
     # (<file>.ann); it proposes the vector candidates (reranked exactly) when at least
     # vector_ann_exact_below rows are eligible, else the eligible rows are scanned exactly
-    # off by default: at 1M its recall@10 was 0.943 (ef 1024), under the 0.95 goal (README)
+    # off by default: at 1M its recall@10 was 0.943 (ef 1024), under the 0.95 goal (docs/benchmarks.md)
     vector_ann_min_rows: int = 0
     vector_ann_exact_below: int = 20_000
     # from vector_binary_min_rows learnings on (0: never) context() ranks the scanned rows by the
     # Hamming distance of their sign bits (48 bytes a row at 384 dims, graphmem/store/binary_scan.py)
     # and rescores the vector_binary_candidates nearest exactly; chosen on the 1M scale benchmark
-    # (README "Binary first pass")
+    # (docs/benchmarks.md "Binary first pass")
     vector_binary_min_rows: int = 500_000
     vector_binary_candidates: int = 2_000
     # Kùzu's buffer pool (its page cache and query memory), in MB; 0 = Kùzu's default (80 % of the
     # machine's RAM). The hot path reads from the in-memory mirrors, so the cache need not hold the
     # file; a query whose result does not fit fails with a Kùzu buffer-pool error. Applied on open.
     # Not capped by default: with 512 MB, adding a batch at 100k learnings failed its commit and
-    # Kùzu 0.11.3 then crashed the process on the next query (README "Open and memory").
+    # Kùzu 0.11.3 then crashed the process on the next query (docs/benchmarks.md "Open and memory").
     kuzu_buffer_pool_mb: int = 0
     # a snapshot of the in-memory mirrors beside the file (<file>.mirrors), written when the file
     # closes cleanly and mapped by the next open instead of scanning the file; ignored (the file is
@@ -201,10 +201,10 @@ class Settings(BaseModel):
     search_weight_feedback: float = 0.0  # second hop in embedding space: events like the best hits
     # the search_* weights above and below were fitted by benchmarks/locomo_tune.py on LoCoMo conversations 0-4
     search_weight_stripped: float = 0.75  # share of the query's cosine taken without its anchored entity names
-    search_weight_session: float = 0.0  # events of sessions whose centroid is close to the query (off: see README)
+    search_weight_session: float = 0.0  # events of sessions whose centroid is close to the query (off: see docs/benchmarks.md)
     search_session_decay: float = 1.0  # each further hit from one session counts this much less (1: off)
     # pseudo-relevance feedback: the rarer content words of the best hits, as a second BM25 query
-    # (fitted with the addressed-turn penalty on LoCoMo conversations 0-4, see README)
+    # (fitted with the addressed-turn penalty on LoCoMo conversations 0-4, see docs/benchmarks.md)
     search_weight_prf: float = 0.1
     search_prf_docs: int = 5  # best hits the words come from
     search_prf_terms: int = 12  # words in the second query
@@ -216,13 +216,13 @@ class Settings(BaseModel):
     # the anchored speaker's turns when those are the best hits (fitted on LoCoMo conversations 0-4)
     search_weight_rocchio: float = 0.1
     search_rocchio_docs: int = 5
-    # turn priors (fitted on LoCoMo conversations 0-4, see README): longer turns carry the facts
+    # turn priors (fitted on LoCoMo conversations 0-4, see docs/benchmarks.md): longer turns carry the facts
     # asked about (the log length, z-scored over the user's events, clipped to [-2, 2]), a turn
     # that asks a question ("?") rarely answers one
     search_weight_length: float = 0.05
     search_weight_question_turn: float = 0.2
     # the same speaker's next/previous turn of a best hit gains this x the hit's share of the top
-    # score (graphmem/retrieve/event_hops.py; chosen on LoCoMo conversations 0-4, see README)
+    # score (graphmem/retrieve/event_hops.py; chosen on LoCoMo conversations 0-4, see docs/benchmarks.md)
     search_weight_continuation: float = 0.4
     search_continuation_seeds: int = 2  # best hits whose same-speaker neighbours are lifted
     search_continuation_reach: int = 2  # turns either side looked at for the same speaker

@@ -20,7 +20,7 @@ polarity test (:func:`opposed`: never X vs always X) misses them.
   "Always cc Dana"), and an aspect conflict or opposite polarity on the same subject.
 
 Measured on ``benchmarks/data/contradiction_pairs.jsonl`` (``python -m benchmarks.contradictions``);
-the precision, recall and the pairs it gets wrong are in the README.
+the precision, recall and the pairs it gets wrong are in docs/benchmarks.md ("Contradictions").
 """
 
 from __future__ import annotations

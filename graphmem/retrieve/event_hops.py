@@ -13,7 +13,7 @@ speaker's replies). The score added is ``search_weight_continuation`` x that sha
 On LoCoMo the evidence turns of multi-hop and open-domain questions that miss the top 10 are
 a fifth of the time the same speaker's adjacent turn of a top-10 hit (``python -m
 benchmarks.locomo_misses analyse``); the weight and seed count were chosen on conversations 0-4
-and measured on 5-9 (README, LoCoMo section).
+and measured on 5-9 (docs/benchmarks.md, LoCoMo).
 
 The work per query is bounded by seeds x 2 x reach lookups in the layout's neighbour index
 (kept up to date as events are written), so the signal costs the same at any number of events.

@@ -17,7 +17,7 @@ the distance is six passes over contiguous uint64 columns, in cache-sized chunks
 visible rows are gathered once into a kept block (as ``ScanMatrix.cosine_block`` keeps their
 int8 rows) until the rows change.
 
-Recall against the exact scan (real MiniLM vectors) and speed: README "Binary first pass",
+Recall against the exact scan (real MiniLM vectors) and speed: docs/benchmarks.md "Binary first pass",
 ``python -m benchmarks.binary_scan``.
 """
 

@@ -145,7 +145,7 @@ class ScanMatrix:
         self._scale: np.ndarray = np.ones(16, dtype=np.float32)
         # the approximate index (graphmem/store/ann.py); 0 rows: never
         self.ann_min_rows = 0
-        # ef_search 1024: recall@10 0.943 at 1M (README); 64 gave 0.67
+        # ef_search 1024: recall@10 0.943 at 1M (docs/benchmarks.md); 64 gave 0.67
         self.ann_params: dict[str, Any] = {"connectivity": 16, "expansion_add": 64, "expansion_search": 1024}
         self.ann_max_fetch = 4096  # over-fetch at most this many neighbours per query
         self.ann_build_threads = 1
