@@ -122,14 +122,14 @@ def _checkpoint(mem: Memory) -> tuple[float, float, int]:
     return wall, cpu, log
 
 
-def measure_add(embedder: Embedder, n: int, batch: int, base: int = 0, singles: int = 100) -> dict[str, float]:
+def measure_add(embedder: Embedder, n: int, batch: int, base: int = 0, singles: int = 100) -> dict[str, Any]:
     """Batched and single writes of learnings and events on a file already holding ``base``
     learnings, beside the embedder's own batch throughput measured in the same run."""
     items = [synthetic_item(i) for i in range(n + singles)]
     texts = [it["content"] for it in items[:n]]
     embedder.embed(["warm up"])
     emb_wall, emb_cpu = _timed(lambda: [embedder.embed(texts[k : k + batch]) for k in range(0, n, batch)])
-    out: dict[str, float] = {"base_learnings": base, "embed_per_s": n / emb_wall, "embed_cpu_ms": 1000 * emb_cpu / n}
+    out: dict[str, Any] = {"base_learnings": base, "embed_per_s": n / emb_wall, "embed_cpu_ms": 1000 * emb_cpu / n}
     # one text at a time (what a single add_learning embeds), beside add_learning's latency
     lat, used = _singles(lambda item: embedder.embed([item["content"]]), items[n:])
     out.update(embed_one_p50_ms=_ms(lat, 50), embed_one_cpu_p50_ms=_ms(used, 50))
@@ -146,12 +146,13 @@ def measure_add(embedder: Embedder, n: int, batch: int, base: int = 0, singles: 
             out.update(add_learnings_bg_per_s=n / wall, add_learnings_bg_cpu_ms=1000 * cpu / n)
             out["learnings_end"] = len(mem.store.learning_catalog)
         out["file_bytes_end"] = sum(f.stat().st_size for f in Path(tmp).iterdir() if f.name.startswith(path.name))
+        out["file_parts_end"] = filesize.breakdown(path).as_dict()
     for kind in ("add_learnings", "add_learnings_bg", "record_events"):
         out[f"{kind}_vs_embedder"] = out[f"{kind}_per_s"] / out["embed_per_s"]
     return out
 
 
-def _measure_writes(mem: Memory, out: dict[str, float], items: list[dict[str, Any]], n: int, batch: int,
+def _measure_writes(mem: Memory, out: dict[str, Any], items: list[dict[str, Any]], n: int, batch: int,
                     base: int, singles: int) -> None:
     wall, cpu = _timed(lambda: _prefill(mem, base, mem.embedder.dim))  # type: ignore[attr-defined]
     if base:
@@ -265,9 +266,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                       f"{1000 * f['checkpoint_s']:.0f} ms ({1000 * f['checkpoint_cpu_s']:.0f} ms CPU), one per "
                       f"{f['learnings_per_checkpoint']:.0f} learnings ({f['log_bytes_per_item'] / 1e3:.1f} kB of log each): "
                       f"{f['checkpoint_ms_per_item']:.2f} ms each, {f['add_learnings_with_checkpoint_per_s']:.0f} learnings/s with it")
-        table.add_row(f"{name}: file at the end ({f['learnings_end']:,} learnings: {args.at:,} bulk + the writes)",
-                      f"{f['file_bytes_end'] / 1e6:.0f} MB ({f['file_bytes_end'] / f['learnings_end'] * 1000 / 1e6:.2f} MB "
-                      "per 1,000 learnings)")
+        part = f["file_parts_end"]
+        table.add_row(f"{name}: database file at the end ({f['learnings_end']:,} learnings: {args.at:,} bulk + the writes)",
+                      f"{part['file_bytes'] / 1e6:.0f} MB ({part['file_bytes'] / f['learnings_end'] * 1000 / 1e6:.2f} MB "
+                      f"per 1,000 learnings); {f['file_bytes_end'] / 1e6:.0f} MB with the mirrors' snapshot beside it")
+        table.add_row(f"{name}: that file's columns / free pages / indexes and catalog",
+                      f"{part['column_bytes'] / 1e6:.1f} / {part['free_bytes'] / 1e6:.1f} / "
+                      f"{part['index_and_catalog_bytes'] / 1e6:.1f} MB")
         if "bulk_import_per_s" in f:
             table.add_row(f"{name}: bulk import of {args.at:,} (COPY)",
                           f"{f['bulk_import_per_s']:.0f} learnings/s ({f['bulk_import_cpu_per_s']:.0f}/s of CPU)")
