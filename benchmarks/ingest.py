@@ -9,6 +9,9 @@ not hide where the time goes. ``--at N`` bulk-imports N learnings first (writes 
 writes one untimed batch: the bulk import creates no summaries, and the first refresh of each new
 summary links every learning it covers (a one-time cost of the import, not of later writes).
 Single writes are reported as p50 / p95 of wall time and p50 of CPU time (this process).
+Closed files holding 0, 1, 100 and 1,000 learnings (hash embedder, batches of 100) are reported
+with their parts (column pages, free pages, the rest: primary-key indexes and catalog), and the
+file at the end of the writes per 1,000 learnings (at ``--at N`` bulk-imported learnings).
 
 Writes benchmarks/results/local/ingest.json (ignored) and its plot; ``--save`` writes the tracked
 benchmarks/results/ingest.json instead. Data are generated deterministically.
@@ -31,6 +34,7 @@ from benchmarks.common import results_dir
 from graphmem import HashEmbedder, Learning, Memory, SentenceTransformerEmbedder, Settings
 from graphmem.embed import Embedder
 from graphmem.llm import OfflineLLM
+from graphmem.store import filesize
 
 TOOLS = ["send_email", "web_search", "run_sql", "git_commit", "slack_message", "write_file", "http_request"]
 PEOPLE = ["Dana", "Omar", "Priya", "Lena", "Marcus", "Yuki", "Acme", "Globex", "Initech"]
@@ -118,14 +122,14 @@ def _checkpoint(mem: Memory) -> tuple[float, float, int]:
     return wall, cpu, log
 
 
-def measure_add(embedder: Embedder, n: int, batch: int, base: int = 0, singles: int = 100) -> dict[str, float]:
+def measure_add(embedder: Embedder, n: int, batch: int, base: int = 0, singles: int = 100) -> dict[str, Any]:
     """Batched and single writes of learnings and events on a file already holding ``base``
     learnings, beside the embedder's own batch throughput measured in the same run."""
     items = [synthetic_item(i) for i in range(n + singles)]
     texts = [it["content"] for it in items[:n]]
     embedder.embed(["warm up"])
     emb_wall, emb_cpu = _timed(lambda: [embedder.embed(texts[k : k + batch]) for k in range(0, n, batch)])
-    out: dict[str, float] = {"base_learnings": base, "embed_per_s": n / emb_wall, "embed_cpu_ms": 1000 * emb_cpu / n}
+    out: dict[str, Any] = {"base_learnings": base, "embed_per_s": n / emb_wall, "embed_cpu_ms": 1000 * emb_cpu / n}
     # one text at a time (what a single add_learning embeds), beside add_learning's latency
     lat, used = _singles(lambda item: embedder.embed([item["content"]]), items[n:])
     out.update(embed_one_p50_ms=_ms(lat, 50), embed_one_cpu_p50_ms=_ms(used, 50))
@@ -140,13 +144,15 @@ def measure_add(embedder: Embedder, n: int, batch: int, base: int = 0, singles: 
             more = [synthetic_item(30_000_000 + i) for i in range(n)]
             wall, cpu = _timed(lambda: [mem.add_learnings(more[k : k + batch]) for k in range(0, n, batch)])
             out.update(add_learnings_bg_per_s=n / wall, add_learnings_bg_cpu_ms=1000 * cpu / n)
+            out["learnings_end"] = len(mem.store.learning_catalog)
         out["file_bytes_end"] = sum(f.stat().st_size for f in Path(tmp).iterdir() if f.name.startswith(path.name))
+        out["file_parts_end"] = filesize.breakdown(path).as_dict()
     for kind in ("add_learnings", "add_learnings_bg", "record_events"):
         out[f"{kind}_vs_embedder"] = out[f"{kind}_per_s"] / out["embed_per_s"]
     return out
 
 
-def _measure_writes(mem: Memory, out: dict[str, float], items: list[dict[str, Any]], n: int, batch: int,
+def _measure_writes(mem: Memory, out: dict[str, Any], items: list[dict[str, Any]], n: int, batch: int,
                     base: int, singles: int) -> None:
     wall, cpu = _timed(lambda: _prefill(mem, base, mem.embedder.dim))  # type: ignore[attr-defined]
     if base:
@@ -179,8 +185,11 @@ def _measure_writes(mem: Memory, out: dict[str, float], items: list[dict[str, An
                record_event_cpu_p50_ms=_ms(cpu, 50))
 
 
-def measure_sizes(counts: tuple[int, ...] = (1, 100, 1000), batch: int = 100) -> dict[str, int]:
-    """Bytes of a closed database file holding each count of learnings (hash embedder)."""
+def measure_sizes(counts: tuple[int, ...] = (0, 1, 100, 1000), batch: int = 100,
+                  parts: dict[str, Any] | None = None) -> dict[str, int]:
+    """Bytes of a closed database file holding each count of learnings (hash embedder); when
+    ``parts`` is given, it receives each file's breakdown (column pages, free pages, the rest:
+    primary-key indexes and catalog) by count."""
     sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for count in counts:
@@ -190,6 +199,8 @@ def measure_sizes(counts: tuple[int, ...] = (1, 100, 1000), batch: int = 100) ->
                 for k in range(0, count, batch):
                     mem.add_learnings(items[k : k + batch])
             sizes[str(count)] = sum(f.stat().st_size for f in Path(tmp).iterdir() if f.name.startswith(path.name))
+            if parts is not None:
+                parts[str(count)] = filesize.breakdown(path).as_dict()
     return sizes
 
 
@@ -237,7 +248,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result: dict[str, Any] = {"n": args.n, "batch": args.batch, "at": args.at, "ingest": {}}
     for name in names:
         result["ingest"][name] = measure_add(_embedder(name), args.n, args.batch, args.at, args.singles)
-    result["file_bytes"] = measure_sizes()
+    result["file_parts"] = {}
+    result["file_bytes"] = measure_sizes(parts=result["file_parts"])
     if args.open_size:
         result["open"] = measure_open(args.open_size)
     table = Table(title=f"graphmem ingest (python -m benchmarks.ingest), {args.at:,} learnings in the file")
@@ -254,7 +266,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                       f"{1000 * f['checkpoint_s']:.0f} ms ({1000 * f['checkpoint_cpu_s']:.0f} ms CPU), one per "
                       f"{f['learnings_per_checkpoint']:.0f} learnings ({f['log_bytes_per_item'] / 1e3:.1f} kB of log each): "
                       f"{f['checkpoint_ms_per_item']:.2f} ms each, {f['add_learnings_with_checkpoint_per_s']:.0f} learnings/s with it")
-        table.add_row(f"{name}: file at the end ({args.at:,} bulk + the writes)", f"{f['file_bytes_end'] / 1e6:.0f} MB")
+        part = f["file_parts_end"]
+        table.add_row(f"{name}: database file at the end ({f['learnings_end']:,} learnings: {args.at:,} bulk + the writes)",
+                      f"{part['file_bytes'] / 1e6:.0f} MB ({part['file_bytes'] / f['learnings_end'] * 1000 / 1e6:.2f} MB "
+                      f"per 1,000 learnings); {f['file_bytes_end'] / 1e6:.0f} MB with the mirrors' snapshot beside it")
+        table.add_row(f"{name}: that file's columns / free pages / indexes and catalog",
+                      f"{part['column_bytes'] / 1e6:.1f} / {part['free_bytes'] / 1e6:.1f} / "
+                      f"{part['index_and_catalog_bytes'] / 1e6:.1f} MB")
         if "bulk_import_per_s" in f:
             table.add_row(f"{name}: bulk import of {args.at:,} (COPY)",
                           f"{f['bulk_import_per_s']:.0f} learnings/s ({f['bulk_import_cpu_per_s']:.0f}/s of CPU)")
@@ -266,6 +284,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                       f"(CPU p50 {f['record_event_cpu_p50_ms']:.1f} ms)")
     for count, size in result["file_bytes"].items():
         table.add_row(f"file with {int(count):,} learnings (closed)", f"{size / 1e6:.1f} MB")
+    for count, part in result["file_parts"].items():
+        table.add_row(f"  {int(count):,} learnings: columns / free pages / indexes and catalog",
+                      f"{part['column_bytes'] / 1e6:.2f} / {part['free_bytes'] / 1e6:.2f} / "
+                      f"{part['index_and_catalog_bytes'] / 1e6:.2f} MB ({len(part['node_tables_with_rows'])} node "
+                      f"tables with rows, {part['fulltext_indexes']} full-text indexes)")
     if "1000" in result["file_bytes"] and "100" in result["file_bytes"]:
         table.add_row("file growth per 1,000 learnings (100 -> 1,000, in batches)",
                       f"{(result['file_bytes']['1000'] - result['file_bytes']['100']) / 900 * 1000 / 1e6:.2f} MB")
