@@ -344,8 +344,10 @@ class SummaryService:
             fetched = [inputs[i] for i in state.pending if i in inputs]
             if keys_of is None:
                 keys_of = {}
-            feeding = {l.id for l in fetched
-                       if s.key in keys_of.setdefault(l.id, {f.key for f in feeds_of(l, settings)})}
+            for l in fetched:  # worked out once per learning (refresh() passes them for all)
+                if l.id not in keys_of:
+                    keys_of[l.id] = {f.key for f in feeds_of(l, settings)}
+            feeding = {l.id for l in fetched if s.key in keys_of[l.id]}
             changed = prioritise(l for l in fetched if l.id in feeding)[:limit]
             if kind == USER_PREFERENCES:
                 changed = sorted(changed, key=preference_rank)

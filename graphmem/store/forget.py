@@ -52,6 +52,7 @@ class ForgetStore(KuzuBase):
                                                      {"u": user_id})]
                 for label in _OWNED
             }
+            self._summaries_touched()  # the user's Summary nodes go
             linked = self._linked_names(ids["Learning"] + ids["Event"] + ids["Objective"])
             counts["RELATED"] = self._count_delete(
                 "MATCH ()-[r:RELATED]->() WHERE r.user_id = $u", "r", {"u": user_id}
@@ -96,6 +97,13 @@ class ForgetStore(KuzuBase):
             counts.update(self._delete_orphans(linked))
             self.on_commit(self._after_forget)  # mirrors rebuilt before any reader runs again
         return counts
+
+    def _summaries_touched(self) -> None:
+        """Summary nodes change: the summary states known without a read are dropped
+        (:meth:`graphmem.store.summaries.SummaryStore.summaries_touched`)."""
+        touched = getattr(self, "summaries_touched", None)
+        if touched is not None:
+            touched()
 
     def user_stats(self, user_id: str) -> dict[str, int]:
         """Like :meth:`stats`, for what ``user_id`` owns: their nodes per table (Verdicts of
@@ -191,6 +199,7 @@ class ForgetStore(KuzuBase):
         it at the next refresh."""
         if not learning_ids:
             return
+        self._summaries_touched()
         self.write(
             "MATCH (l:Learning)-[:SUMMARIZED_IN]->(s:Summary) WHERE l.id IN $ids AND s.user_id <> $u "
             "SET s.text = '', s.staleness = s.threshold, s.embedding = $zero",

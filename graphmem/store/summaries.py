@@ -99,6 +99,16 @@ def _state_from_row(row: Mapping[str, Any]) -> SummaryState:
     return SummaryState(summary, list(row["pending"] or []))
 
 
+_Noted = tuple[int, dict[str, SummaryState] | None]
+"""A transaction's serial and the summary states its statements returned (None: not usable)."""
+
+
+def _due(state: SummaryState) -> bool:
+    """:meth:`SummaryStore.summary_states`' ``due_only`` condition, on a known state."""
+    s = state.summary
+    return s.staleness > 0 and (s.staleness >= s.threshold or (s.key == "user_preferences" and s.refreshed_at is None))
+
+
 def _params(**params: Any) -> dict[str, Any]:
     """Query parameters without ``name`` when it is None (Kùzu refuses unused parameters)."""
     if params.get("name") is None:
@@ -107,7 +117,65 @@ def _params(**params: Any) -> dict[str, Any]:
 
 
 class SummaryStore(KuzuBase):
-    """Queries over Summary nodes and their SUMMARIZED_IN edges."""
+    """Queries over Summary nodes and their SUMMARIZED_IN edges.
+
+    The states a write transaction's bumps (and a refresh's save) return are kept after its
+    commit, tagged with the store's ``generation``: while no other write has committed since,
+    they are what the file holds, so the inline refresh that follows reads nothing again
+    (:meth:`summary_states` and :meth:`save_summary_refreshes`). Only for a local Kùzu file,
+    which one process owns (a Bolt engine may have other writers).
+    """
+
+    _summary_tx_states: _Noted  # the open transaction's noted states
+    _summary_states_known: tuple[int, dict[str, SummaryState]] | None  # (generation, states by id)
+
+    def _note_summary_states(self, states: Sequence[SummaryState]) -> None:
+        """Inside a write transaction: remember the summaries' states after a statement that
+        returned them (kept once the transaction commits)."""
+        if not self.in_transaction() or not self.can_copy():  # type: ignore[attr-defined]
+            return
+        serial = self._tx_serial
+        noted: _Noted | None = self.__dict__.get("_summary_tx_states")
+        if noted is None or noted[0] != serial:
+            noted = (serial, {})
+            self._summary_tx_states = noted
+            self.on_commit(self._publish_summary_states)
+        if noted[1] is not None:
+            noted[1].update((st.id, st) for st in states)
+
+    def _publish_summary_states(self) -> None:
+        """After the commit: the noted states become the known ones (with those known before, when
+        no other write committed in between)."""
+        noted = self.__dict__.pop("_summary_tx_states", None)
+        known = self.__dict__.get("_summary_states_known")
+        if noted is None or noted[1] is None:
+            self._summary_states_known = None
+            return
+        states = dict(known[1]) if known is not None and known[0] == self.generation - 1 else {}
+        states.update(noted[1])
+        self._summary_states_known = (self.generation, states)
+
+    def summaries_touched(self) -> None:
+        """Summary nodes were written other than through the bump and refresh methods: forget the
+        known states (and those of the open transaction)."""
+        self._summary_states_known = None
+        if self.in_transaction():
+            poisoned: _Noted = (self._tx_serial, None)
+            self._summary_tx_states = poisoned
+
+    def _known_summary_states(self, ids: Sequence[str]) -> dict[str, SummaryState] | None:
+        """The states of ``ids`` as the file holds them, when known without a read (see the class)."""
+        known = self.__dict__.get("_summary_states_known")
+        if known is None or known[0] != self.generation or not self.can_copy():  # type: ignore[attr-defined]
+            return None
+        if self.in_transaction():
+            noted = self.__dict__.get("_summary_tx_states")
+            if noted is not None and noted[0] == self._tx_serial:  # this transaction changed some already
+                return None
+        states = known[1]
+        if any(i not in states for i in ids):
+            return None
+        return {i: SummaryState(states[i].summary.model_copy(), list(states[i].pending)) for i in ids}
 
     def bump_summaries(
         self, learning_id: str, feeds: Sequence[SummaryFeed], *, link: Sequence[str] = (), unlink: Sequence[str] = ()
@@ -136,8 +204,12 @@ class SummaryStore(KuzuBase):
                 bump + f"WITH s MATCH (l:Learning {{id: $lid}}) CREATE (l)-[:SUMMARIZED_IN]->(s) RETURN {_SUMMARY_RETURN}",
                 {"lid": learning_id, "rows": rows},
             )
-            return [_state_from_row(r) for r in out]
+            states = [_state_from_row(r) for r in out]
+            self._note_summary_states(states)
+            return states
         out = self.write(bump + f"RETURN {_SUMMARY_RETURN}", {"lid": learning_id, "rows": rows})
+        states = [_state_from_row(r) for r in out]
+        self._note_summary_states(states)
         if link and self.can_copy() and not self._rel_seeded("SUMMARIZED_IN", "Learning", "Summary"):  # type: ignore[attr-defined]
             # the first edges by COPY (a table whose first edges are CREATEd takes ~1-4 MB more)
             self._new_edges("SUMMARIZED_IN", ("Learning", "id"), ("Summary", "id"),  # type: ignore[attr-defined]
@@ -153,7 +225,7 @@ class SummaryStore(KuzuBase):
                 "MATCH (l:Learning {id: $lid})-[e:SUMMARIZED_IN]->(s:Summary) WHERE s.id IN $ids DELETE e",
                 {"lid": learning_id, "ids": list(unlink)},
             )
-        return [_state_from_row(r) for r in out]
+        return states
 
     def bump_summaries_created(self, entries: Sequence[tuple[str, Sequence[SummaryFeed]]]) -> list[SummaryState]:
         """``bump_summaries`` for a batch of new learnings (id, feeds) at once: the same counts,
@@ -187,7 +259,9 @@ class SummaryStore(KuzuBase):
             {"rows": list(rows.values())},
         )
         self._new_edges("SUMMARIZED_IN", ("Learning", "id"), ("Summary", "id"), edges)  # type: ignore[attr-defined]
-        return [_state_from_row(r) for r in out]
+        bumped = [_state_from_row(r) for r in out]
+        self._note_summary_states(bumped)
+        return bumped
 
     def summary_inputs(self, ids: Sequence[str]) -> list[Learning]:
         """Learnings by id with only the fields summaries read (one primary-key lookup each).
@@ -225,6 +299,11 @@ class SummaryStore(KuzuBase):
 
     def summary_states(self, user_id: str | None = None, *, due_only: bool = False, ids: Sequence[str] | None = None) -> list[SummaryState]:
         """Summaries of one user (or all), optionally only those at/over threshold or by id."""
+        known = self._known_summary_states(ids) if ids is not None else None
+        if known is not None:  # what the last write's bumps returned, and nothing committed since
+            return sorted((st for st in known.values()
+                           if (user_id is None or st.summary.user_id == user_id) and (not due_only or _due(st))),
+                          key=lambda st: (st.summary.user_id, st.summary.key))
         where: list[str] = []
         params: dict[str, Any] = {}
         if user_id is not None:
@@ -274,6 +353,7 @@ class SummaryStore(KuzuBase):
 
     def ensure_summary(self, user_id: str, key: str, kind: str, threshold: int) -> None:
         """Create an empty Summary node (staleness 0) if it does not exist; used by forced refreshes."""
+        self.summaries_touched()
         self.write(
             "MERGE (s:Summary {id: $id}) ON CREATE SET s.key = $key, s.user_id = $user, s.kind = $kind, "
             "s.text = '', s.staleness = 0, s.threshold = $threshold, s.pending = CAST([] AS STRING[])",
@@ -333,6 +413,7 @@ class SummaryStore(KuzuBase):
         sid = summary_id(user_id, key)
         gone = set(consumed_ids)
         with self.transaction():
+            self.summaries_touched()
             rows = self.read(f"MATCH (s:Summary {{id: $id}}) RETURN {_SUMMARY_RETURN}", {"id": sid})
             current = _state_from_row(rows[0]) if rows else None
             staleness = max(0, current.summary.staleness - consumed_staleness) if current else 0
@@ -358,8 +439,10 @@ class SummaryStore(KuzuBase):
             return []
         ids = [summary_id(r.user_id, r.key) for r in refreshes]
         with self.transaction():
-            rows = self.read(f"MATCH (s:Summary) WHERE s.id IN $ids RETURN {_SUMMARY_RETURN}", {"ids": ids})
-            current = {row["id"]: _state_from_row(row) for row in rows}
+            current = self._known_summary_states(ids)  # the states as the file holds them, known without a read
+            if current is None:
+                rows = self.read(f"MATCH (s:Summary) WHERE s.id IN $ids RETURN {_SUMMARY_RETURN}", {"ids": ids})
+                current = {row["id"]: _state_from_row(row) for row in rows}
             saved: dict[str, SummaryState] = {}
             updates: list[dict[str, Any]] = []
             for sid, r in zip(ids, refreshes):
@@ -384,6 +467,7 @@ class SummaryStore(KuzuBase):
                      "at": to_db_time(refreshed_at)},
                 )
                 saved.update((row["id"], _state_from_row(row)) for row in rows)
+            self._note_summary_states(list(saved.values()))
             out = [saved[sid] for sid in ids if sid in saved]
             self.on_commit(lambda: self._forget_summary_texts(ids))
         self._forget_summary_texts(ids)
