@@ -191,6 +191,9 @@ class Settings(BaseModel):
     search_neighbour_window: int = 1  # turns either side counted as neighbours
     search_neighbour_decay: float = 0.5  # per extra turn of distance
     search_entity_cap: int = 10_000  # most events read per entity or tool anchor
+    # a user with at most this many events has their rows kept in memory for the hits of event
+    # search (read once, grown with each write; ~1 KB each); more: the hits are read from the file
+    search_event_rows_max: int = 10_000
     # entities from text and the multi-hop expansion (graphmem/retrieve/entities.py, search.py)
     extract_entities: bool = True  # link events to the names and dates their text mentions
     search_weight_mention: float = 0.1  # bonus for events whose text names a query entity
@@ -430,7 +433,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_candidates": _POSITIVE, "search_weight_vector": _COUNT, "search_weight_fulltext": _COUNT,
     "search_weight_entity": _COUNT, "search_weight_tool": _COUNT, "search_weight_time": _COUNT,
     "search_weight_neighbour": _COUNT, "search_neighbour_window": _COUNT, "search_neighbour_decay": _UNIT,
-    "search_entity_cap": _POSITIVE, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
+    "search_entity_cap": _POSITIVE, "search_event_rows_max": _COUNT, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
     "search_hop_seeds": _COUNT, "search_hop_max_events": _COUNT, "search_weight_date": _COUNT,
     "search_session_decay": _UNIT, "search_weight_feedback": _COUNT, "search_weight_stripped": _UNIT,
     "search_weight_session": _COUNT,

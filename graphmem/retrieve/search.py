@@ -168,7 +168,7 @@ class EventSearch:
             return self._anchor_only(layout.order, sig.entity + sig.mention + sig.tool, sig.entity_names, tool, k)
         top, final, parts = self.rank(sig, layout, index, wanted, k)
         ids = [layout.order[i] for i in top]
-        events = store.events_by_ids(ids)
+        events = store.layout_events(self.user, layout, ids, self.settings.search_event_rows_max)
         hits = []
         for i, ident in zip(top, ids):
             if ident in events:
