@@ -191,8 +191,9 @@ class Settings(BaseModel):
     search_neighbour_window: int = 1  # turns either side counted as neighbours
     search_neighbour_decay: float = 0.5  # per extra turn of distance
     search_entity_cap: int = 10_000  # most events read per entity or tool anchor
-    # a user with at most this many events has their rows kept in memory for the hits of event
-    # search (read once, grown with each write; ~1 KB each); more: the hits are read from the file
+    # event rows kept in memory per user for the hits of event search (~1 KB each): a user with at
+    # most this many events has them all (read once, grown with each write); a larger one keeps
+    # its latest hits' and writes' rows up to this many; 0: every hit is read from the file
     search_event_rows_max: int = 10_000
     # entities from text and the multi-hop expansion (graphmem/retrieve/entities.py, search.py)
     extract_entities: bool = True  # link events to the names and dates their text mentions

@@ -53,11 +53,27 @@ def test_hits_come_from_the_kept_rows_and_equal_the_file(make_memory: Callable[.
     assert _hits(mem, "violin lesson", k=20)[tool.id].content == "send_email(to='Dana') about the violin lesson"
 
 
-def test_a_larger_user_reads_the_hits_from_the_file(make_memory: Callable[..., Memory]) -> None:
-    mem = make_memory(settings=Settings(search_event_rows_max=10))
+def test_a_larger_user_keeps_the_rows_of_its_latest_hits(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(settings=Settings(search_event_rows_max=12))
     _talk(mem)
     hits = _hits(mem, "the lake")
     _assert_as_in_file(mem, hits)
+    rows = mem.store.event_layout("alice").event_rows
+    assert rows is not None and set(hits) <= set(rows) and len(rows) == 10
+    more = _hits(mem, "violin number 3", k=10)
+    _assert_as_in_file(mem, more)
+    assert set(more) <= set(rows) and len(rows) == 12  # the least recently used went first
+    said = mem.record_event("message", "Dana moved the violin lesson to Friday", role="Dana", session_id="s9")
+    mem.store.event_layout("alice")  # (the layout takes the events written since)
+    assert said.id in rows and len(rows) == 13  # a write adds its row; the next search trims them
+    _assert_as_in_file(mem, _hits(mem, "violin lesson Friday"))
+    assert len(rows) == 12
+
+
+def test_no_rows_are_kept_when_asked(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(settings=Settings(search_event_rows_max=0))
+    _talk(mem)
+    _assert_as_in_file(mem, _hits(mem, "the lake"))
     assert mem.store.event_layout("alice").event_rows is None
 
 

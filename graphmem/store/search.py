@@ -16,6 +16,7 @@ questions it asks of the graph, always filtered by the calling user:
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -487,28 +488,36 @@ class SearchStore(KuzuBase):
 
     def layout_events(self, user_id: str, layout: EventLayout, ids: Sequence[str], keep: int) -> dict[str, Event]:
         """The events ``ids`` of the user's ``layout``, for the hits of a search (missing ids are
-        absent). A layout of at most ``keep`` events keeps its events' rows in memory: read in
-        one query on first use, grown with each write (the row as written), an id it lacks read
-        from the file; dropped with the layout (a reload, a delete) and by
-        :meth:`forget_event_rows` (a raw Cypher write). Larger layouts read the hits from the
-        file (:meth:`events_by_ids`). Each call builds new Event models (callers may change them)."""
+        absent), from event rows kept on the layout: at most ``keep`` of them (0: none, every
+        hit is read from the file). A layout of at most ``keep`` events reads all its rows in one
+        query on first use; a larger one keeps the rows of its latest hits (the oldest dropped
+        first). Both add the row of each event written since (as written); an id the rows lack
+        is read from the file. The rows go with the layout (a reload, a delete) and with
+        :meth:`forget_event_rows` (a raw Cypher write). Each call builds new Event models."""
         if not ids:
             return {}
-        if len(layout) > keep:
+        if keep <= 0:
             layout.event_rows = None
             return self.events_by_ids(ids)
         rows = layout.event_rows
         if rows is None:
             with self._lock.shared(), self._layout_lock():  # no commit meanwhile: later writes add their rows
                 if layout.event_rows is None:
-                    found = self.read(f"MATCH (e:Event) WHERE e.user_id = $user RETURN {_EVENT_RETURN}",
-                                      {"user": user_id})
+                    found = []
+                    if len(layout) <= keep:
+                        found = self.read(f"MATCH (e:Event) WHERE e.user_id = $user RETURN {_EVENT_RETURN}",
+                                          {"user": user_id})
                     layout.event_rows = {str(r["id"]): r for r in found}
                 rows = layout.event_rows
-        missing = [i for i in dict.fromkeys(ids) if i not in rows]
+        wanted = list(dict.fromkeys(ids))
+        found = {i: rows.pop(i) for i in wanted if i in rows}  # (put back last: the latest used)
+        missing = [i for i in wanted if i not in found]
         if missing:
-            rows.update(self._event_rows(missing))
-        return {i: event_from_row(rows[i]) for i in ids if i in rows}
+            found.update(self._event_rows(missing))
+        rows.update(found)
+        for old in list(itertools.islice(rows, max(0, len(rows) - keep))):  # the least recently used
+            rows.pop(old, None)
+        return {i: event_from_row(found[i]) for i in wanted if i in found}
 
     def _event_rows(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Rows of the events ``ids`` read from the file (see :meth:`events_by_ids`)."""
