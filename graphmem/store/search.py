@@ -503,11 +503,11 @@ class SearchStore(KuzuBase):
         if rows is None:
             with self._lock.shared(), self._layout_lock():  # no commit meanwhile: later writes add their rows
                 if layout.event_rows is None:
-                    found = []
+                    every: list[dict[str, Any]] = []
                     if len(layout) <= keep:
-                        found = self.read(f"MATCH (e:Event) WHERE e.user_id = $user RETURN {_EVENT_RETURN}",
+                        every = self.read(f"MATCH (e:Event) WHERE e.user_id = $user RETURN {_EVENT_RETURN}",
                                           {"user": user_id})
-                    layout.event_rows = {str(r["id"]): r for r in found}
+                    layout.event_rows = {str(r["id"]): r for r in every}
                 rows = layout.event_rows
         wanted = list(dict.fromkeys(ids))
         found = {i: rows.pop(i) for i in wanted if i in rows}  # (put back last: the latest used)
