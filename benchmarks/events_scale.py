@@ -21,7 +21,10 @@ on this machine would take hours. Then, in this process:
 - ``record_event`` p50 (MiniLM embedding included), then with ``event_embed_later`` (the row
   written at once, the embedding with the next search), each followed by a search for it: the
   search's time right after a write, and a check that it finds the event;
-- RSS after the queries and the peak.
+- RSS after the queries and the peak;
+- with ``--check-exact``: each question's hits against those of the full scan of every event
+  (the vector signal's shortlist off, graphmem/retrieve/event_shortlist.py): same hits in the
+  same order on N of the questions, and the largest score difference.
 
 Results go to benchmarks/results/local/events_scale.json.
 """
@@ -334,6 +337,7 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path, check_
         "later_search_after_write_cpu_p50_ms": round(pct(writes["later"]["search_cpu"], 50), 2),
         "later_found_by_next_search": f"{found['later']}/30",
         "event_mirror_int8": quantised, "int8_recall_at_10": recall,
+        "vector_shortlist": quantised and 0 < mem.settings.search_shortlist_min_events <= n,
         "rss_with_model_mb": round(rss_model, 1), "rss_after_open_mb": round(rss_open, 1),
         "rss_after_queries_mb": round(rss_queries, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
