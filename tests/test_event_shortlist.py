@@ -129,3 +129,18 @@ def test_small_layouts_float32_mirrors_and_growing_sums_take_the_full_scan(
     assert event_rank.wait_for_sums(mem.store, "alice", timeout=60)
     _assert_same(_hits(mem, **SHORT), first)
     assert used  # once the sums were ready
+
+
+def test_top_k_on_long_arrays_is_the_stable_sort() -> None:
+    from graphmem.retrieve.event_arrays import top_k
+
+    rng = np.random.default_rng(3)
+    for n in (65_536, 70_001, 200_000):
+        for trial in range(6):
+            values = rng.random(n)
+            if trial % 3 == 0:
+                values = np.round(values, 2)  # many ties
+            elif trial % 3 == 1:
+                values[rng.integers(0, n, 40)] = 2.0  # ties at the top
+            for k in (1, 10, 12, 40):
+                assert np.array_equal(top_k(values, k), np.argsort(-values, kind="stable")[:k])
