@@ -48,11 +48,12 @@ def shortlist_cosines(
     neighbours of the shortlist and the BM25 hits, :data:`OUTSIDE` elsewhere; and the mean and
     standard deviation over every event of the blended cosine (``(1 - blend)`` x the first plus
     ``blend`` x the second when ``k`` is 2). None when the full scan is the way (a float32 mirror,
-    fewer events than ``search_shortlist_min_events``, kept sums still growing)."""
+    fewer events than ``search_shortlist_min_events``, kept sums still growing, the rank fusion
+    ``search_fusion="rrf"``, which ranks every event's cosine)."""
     vectors = store.event_catalog.vectors
     n = len(layout)
     minimum = settings.search_shortlist_min_events
-    if minimum <= 0 or n < max(minimum, 2) or not vectors.quantised:
+    if minimum <= 0 or n < max(minimum, 2) or not vectors.quantised or settings.search_fusion != "score":
         return None
     count = settings.search_shortlist_candidates
     if count >= n:
