@@ -21,7 +21,10 @@ on this machine would take hours. Then, in this process:
 - ``record_event`` p50 (MiniLM embedding included), then with ``event_embed_later`` (the row
   written at once, the embedding with the next search), each followed by a search for it: the
   search's time right after a write, and a check that it finds the event;
-- RSS after the queries and the peak.
+- RSS after the queries and the peak;
+- with ``--check-exact``: each question's hits against those of the full scan of every event
+  (the vector signal's shortlist off, graphmem/retrieve/event_shortlist.py): same hits in the
+  same order on N of the questions, and the largest score difference.
 
 Results go to benchmarks/results/local/events_scale.json.
 """
@@ -227,8 +230,27 @@ def int8_recall(mem: Any, embedder: Any, qs: list[str], n: int, limit: int = 200
     return round(float(np.mean(hits)), 4)
 
 
-def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dict[str, Any]:
-    """Build a file of ``n`` events and measure search and record_event on it."""
+def same_as_full_scan(mem: Any, qs: list[str]) -> dict[str, Any]:
+    """The hits of each question as searched (a shortlist of the vector signal from
+    ``search_shortlist_min_events`` events on, graphmem/retrieve/event_shortlist.py) against
+    the full scan of every event (the shortlist off): questions with the same hits in the same
+    order, and the largest score difference."""
+    settings = mem.settings
+    got = [[(h.id, h.score) for h in mem.search(q, over="events", k=10)] for q in qs]
+    mem.settings = settings.model_copy(update={"search_shortlist_min_events": 0})
+    try:
+        want = [[(h.id, h.score) for h in mem.search(q, over="events", k=10)] for q in qs]
+    finally:
+        mem.settings = settings
+    same = [[i for i, _ in a] == [i for i, _ in b] for a, b in zip(got, want)]
+    diff = max((abs(x - y) for a, b in zip(got, want) for (_, x), (_, y) in zip(a, b)), default=0.0)
+    return {"hits_equal_full_scan": f"{sum(same)}/{len(qs)}", "max_score_diff_full_scan": float(f"{diff:.3g}"),
+            "different_questions": [q for q, ok in zip(qs, same) if not ok][:5]}
+
+
+def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path, check_exact: bool = False) -> dict[str, Any]:
+    """Build a file of ``n`` events and measure search and record_event on it (``check_exact``:
+    also compare the hits to the full scan's, :func:`same_as_full_scan`)."""
     from graphmem import Memory
     from graphmem.embed import SentenceTransformerEmbedder
     from graphmem.retrieve.event_rank import wait_for_sums
@@ -273,6 +295,7 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
             bare.append((time.perf_counter() - t) * 1e3)
             bare_cpu.append((time.process_time() - c) * 1e3)
         rss_queries = rss_mb()
+        exact = same_as_full_scan(mem, qs[10:]) if check_exact else {}
         writes: dict[str, dict[str, list[float]]] = {}
         found = {"now": 0, "later": 0}
         nonce = "".join(chr(97 + int(x)) for x in np.random.default_rng().integers(0, 26, 6))
@@ -314,10 +337,12 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path) -> dic
         "later_search_after_write_cpu_p50_ms": round(pct(writes["later"]["search_cpu"], 50), 2),
         "later_found_by_next_search": f"{found['later']}/30",
         "event_mirror_int8": quantised, "int8_recall_at_10": recall,
+        "vector_shortlist": quantised and 0 < mem.settings.search_shortlist_min_events <= n,
         "rss_with_model_mb": round(rss_model, 1), "rss_after_open_mb": round(rss_open, 1),
         "rss_after_queries_mb": round(rss_queries, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "load_average": Path("/proc/loadavg").read_text().split()[0],
+        **exact,
     }
     print(json.dumps(out), flush=True)
     return out
@@ -333,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None,
                         help="build the files in this folder and keep them (a file already there is reused)")
     parser.add_argument("--build-only", action="store_true", help="only build the files (with --keep)")
+    parser.add_argument("--check-exact", action="store_true",
+                        help="also compare each question's hits to those of the full scan of every event")
     args = parser.parse_args(argv)
     results = []
     if args.keep is not None:
@@ -343,13 +370,13 @@ def main(argv: list[str] | None = None) -> int:
                 if not path.exists():
                     _build_child(path, n, args.pool, args.batch)
             else:
-                results.append(measure(n, args.queries, args.pool, args.batch, args.keep))
+                results.append(measure(n, args.queries, args.pool, args.batch, args.keep, args.check_exact))
         if args.build_only:
             return 0
     else:
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
             for n in args.events:
-                results.append(measure(n, args.queries, args.pool, args.batch, Path(tmp)))
+                results.append(measure(n, args.queries, args.pool, args.batch, Path(tmp), args.check_exact))
     folder = RESULTS / "local"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "events_scale.json").write_text(json.dumps(results, indent=2))

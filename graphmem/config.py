@@ -191,6 +191,15 @@ class Settings(BaseModel):
     search_neighbour_window: int = 1  # turns either side counted as neighbours
     search_neighbour_decay: float = 0.5  # per extra turn of distance
     search_entity_cap: int = 10_000  # most events read per entity or tool anchor
+    # event rows kept in memory per user for the hits of event search (~1 KB each): a user with at
+    # most this many events has them all (read once, grown with each write); a larger one keeps
+    # its latest hits' and writes' rows up to this many; 0: every hit is read from the file
+    search_event_rows_max: int = 10_000
+    # from this many events of a user on (int8 event mirror; 0: never) the vector signal scans only
+    # the search_shortlist_candidates events nearest by sign bits plus the events the other signals
+    # name, its mean and spread over all events coming from kept sums (retrieve/event_shortlist.py)
+    search_shortlist_min_events: int = 50_000
+    search_shortlist_candidates: int = 4_000
     # entities from text and the multi-hop expansion (graphmem/retrieve/entities.py, search.py)
     extract_entities: bool = True  # link events to the names and dates their text mentions
     search_weight_mention: float = 0.1  # bonus for events whose text names a query entity
@@ -430,7 +439,8 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_candidates": _POSITIVE, "search_weight_vector": _COUNT, "search_weight_fulltext": _COUNT,
     "search_weight_entity": _COUNT, "search_weight_tool": _COUNT, "search_weight_time": _COUNT,
     "search_weight_neighbour": _COUNT, "search_neighbour_window": _COUNT, "search_neighbour_decay": _UNIT,
-    "search_entity_cap": _POSITIVE, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
+    "search_entity_cap": _POSITIVE, "search_event_rows_max": _COUNT,
+    "search_shortlist_min_events": _COUNT, "search_shortlist_candidates": _POSITIVE, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
     "search_hop_seeds": _COUNT, "search_hop_max_events": _COUNT, "search_weight_date": _COUNT,
     "search_session_decay": _UNIT, "search_weight_feedback": _COUNT, "search_weight_stripped": _UNIT,
     "search_weight_session": _COUNT,

@@ -144,3 +144,20 @@ def test_a_reload_after_writes_that_bypass_the_mirrors_reaches_the_other_memory(
     a.store.reload_catalogs()
     assert b.get_learning(lid).content == "Keep emails short"
     assert b.store.refreshes["full"] == full + 1
+
+
+def test_event_search_rows_follow_another_memorys_writes(open_mem: OpenMem) -> None:
+    a, b = open_mem(), open_mem()
+    said = a.record_event("message", "Dana moved the violin lesson to Friday", role="Dana", session_id="s1")
+    hits = {h.id: h.node for h in b.search("violin lesson", over="events")}
+    assert hits[said.id] == a.store.get_event(said.id)
+    assert b.store.event_layout("alice").event_rows is not None  # kept for the next searches
+    later = a.record_event("message", "the violin lesson is cancelled", role="Eli", session_id="s1")
+    hits = {h.id: h.node for h in b.search("violin lesson", over="events")}
+    assert hits[later.id] == a.store.get_event(later.id)
+    a.store.cypher("MATCH (e:Event {id: $id}) SET e.content = 'the violin lesson moved to Monday'",
+                   {"id": said.id}, write=True)
+    hits = {h.id: h.node for h in b.search("violin lesson", over="events")}
+    assert hits[said.id].content == "the violin lesson moved to Monday"
+    a.forget()
+    assert b.search("violin lesson", over="events") == []

@@ -315,16 +315,36 @@ def pool_z(values: np.ndarray, among: np.ndarray) -> np.ndarray:
 
 def top_k(values: np.ndarray, k: int) -> np.ndarray:
     """The first ``k`` of ``np.argsort(-values, kind="stable")`` (best first, ties in position
-    order) without sorting every value: a partition finds the k-th best, then only the values
-    at least as good are sorted."""
+    order) without sorting every value: a bound on the k-th best (from the maxima of blocks of
+    values on long arrays, one pass without a copy; else a partition), then only the values at
+    least as good are sorted."""
     n = values.shape[0]
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
     if 4 * k >= n:
         return np.argsort(-values, kind="stable")[:k]
-    kth = np.partition(-values, k - 1)[k - 1]  # minus the k-th best value
-    cand = np.flatnonzero(-values <= kth)  # every value at least as good, in position order
+    if n >= _BLOCKED_TOP_MIN and k * _TOP_BLOCK * 8 <= n:
+        floor = _kth_block_max(values, k)  # at most the k-th best value: one pass, no copy
+        cand = np.flatnonzero(values >= floor)
+    else:
+        kth = np.partition(-values, k - 1)[k - 1]  # minus the k-th best value
+        cand = np.flatnonzero(-values <= kth)  # every value at least as good, in position order
     return cand[np.argsort(-values[cand], kind="stable")][:k]  # type: ignore[no-any-return]
+
+
+_BLOCKED_TOP_MIN = 65_536  # from this many values on, top_k bounds the k-th best by block maxima
+_TOP_BLOCK = 256
+
+
+def _kth_block_max(values: np.ndarray, k: int) -> float:
+    """The k-th largest of the maxima of consecutive blocks of ``values``: k blocks hold a value
+    at least this large, so at least k values are, and the k-th best value is not below it."""
+    n = values.shape[0]
+    whole = n - n % _TOP_BLOCK
+    maxima = values[:whole].reshape(-1, _TOP_BLOCK).max(axis=1)
+    if whole < n:
+        maxima = np.append(maxima, values[whole:].max())
+    return float(np.partition(maxima, maxima.shape[0] - k)[maxima.shape[0] - k])
 
 
 class RankOf:

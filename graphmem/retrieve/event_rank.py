@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from graphmem.retrieve.event_arrays import top_k
 from graphmem.store.vectors import quantise, scan_cosines, unit_rows
 
 PRUNE_MIN_EVENTS = 20_000  # fewer events: the plain scan (cheap, and float32 below 50,000 events)
@@ -167,7 +168,7 @@ def pruned_feedback(
         return None
     std = math.sqrt(var)
     bound = max(0.0, (stats.peak * float(np.linalg.norm(q)) * (1 + 1e-6) + 1e-6 - mean) / std) / 4.0
-    kth = float(np.partition(final, n - keep)[n - keep])  # the keep-th best score before feedback
+    kth = float(final[top_k(final, keep)[-1]])  # the keep-th best score before feedback
     cand = np.flatnonzero(final >= kth - weight * bound - 1e-9)
     if cand.size > _MAX_CANDIDATES * n:
         return None

@@ -90,6 +90,7 @@ from graphmem.retrieve.event_arrays import (
 )
 from graphmem.retrieve.event_hops import continuation
 from graphmem.retrieve.event_rank import pruned_feedback, weighted_sum
+from graphmem.retrieve.event_shortlist import shortlist_cosines
 from graphmem.store.search import EventLayout
 
 HitKind = Literal["learning", "event"]
@@ -127,6 +128,15 @@ class _Signals:
     qvec: np.ndarray | None = None  # unit embedding of what is asked (the query without its anchored names)
     length: np.ndarray | None = None  # z-scored log text length of each event (turn prior)
     asks: np.ndarray | None = None  # 1 where the event's text asks a question (turn prior)
+    dense_stats: tuple[float, float] | None = None  # mean, std of the blended cosine when not every event was scanned
+
+
+def _nonzero(arrays: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Positions where any of the arrays is nonzero, ascending."""
+    mask = arrays[0] != 0
+    for a in arrays[1:]:
+        mask |= a != 0
+    return np.flatnonzero(mask)
 
 
 def _anchor_pool(sig: _Signals) -> np.ndarray | None:
@@ -168,7 +178,7 @@ class EventSearch:
             return self._anchor_only(layout.order, sig.entity + sig.mention + sig.tool, sig.entity_names, tool, k)
         top, final, parts = self.rank(sig, layout, index, wanted, k)
         ids = [layout.order[i] for i in top]
-        events = store.events_by_ids(ids)
+        events = store.layout_events(self.user, layout, ids, self.settings.search_event_rows_max)
         hits = []
         for i, ident in zip(top, ids):
             if ident in events:
@@ -194,21 +204,22 @@ class EventSearch:
         zeros = np.zeros(n)
         if not query:
             return _Signals(zeros, zeros, entity, tool_hit, zeros, entity_names, mention, zeros, address=address)
-        dense, stripped, session_sim, qvec = self._dense(
-            query, strip_names(query, [index.names.get(k, k) for k in wanted]), layout)
         bm25 = np.zeros(n)
         catalog = store.event_catalog  # in-memory BM25 over the user's own events (not Kùzu's FTS)
         for row, score in catalog.lexical.search(query, self.user, s.search_candidates, k1=s.bm25_k1, b=s.bm25_b):
             p = pos.get(catalog.vectors.ids[row])
             if p is not None:
                 bm25[p] = score
+        named = (entity, mention, tool_hit, bm25)  # events the other signals name (event_shortlist.py)
+        dense, stripped, session_sim, qvec, dense_stats = self._dense(
+            query, strip_names(query, [index.names.get(k, k) for k in wanted]), layout, named)
         temporal = time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
         priors = s.search_weight_length > 0 or s.search_weight_question_turn > 0
         length, asks = turn_priors(layout) if priors else (None, None)
         return _Signals(dense, bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
                         mention, date_match(query, layout), stripped=stripped, session_sim=session_sim,
                         query_terms=tuple(catalog.lexical.query_terms(query)), address=address,
-                        qvec=qvec, length=length, asks=asks)
+                        qvec=qvec, length=length, asks=asks, dense_stats=dense_stats)
 
     def rank(
         self, sig: _Signals, layout: EventLayout, index: EntityIndex, wanted: list[str], k: int
@@ -277,12 +288,15 @@ class EventSearch:
         return out * factor, fill
 
     def _dense(
-        self, query: str, stripped: str, layout: EventLayout
-    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray]:
+        self, query: str, stripped: str, layout: EventLayout, named: tuple[np.ndarray, ...] = (),
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray, tuple[float, float] | None]:
         """Cosine of every event to the query, and (when ``search_weight_stripped`` > 0 and the
         query names anchored entities) to the query without those names: the graph signals
         already cover the names, the rest is what the question asks about. The last value is the
-        unit vector of what is asked (the query without the names when that was embedded)."""
+        unit vector of what is asked (the query without the names when that was embedded); the
+        last the mean and spread of the blended cosine when only a shortlist was scanned (large
+        int8 mirrors, :mod:`graphmem.retrieve.event_shortlist`; ``named``: arrays whose nonzero
+        events are scanned too), else None."""
         a = self.settings.search_weight_stripped
         texts = [query, stripped] if a > 0 and stripped and stripped != query else [query]
         # one forward pass for the question and its stripped variant on the query threads (the
@@ -293,12 +307,17 @@ class EventSearch:
         # most of the mirror is this user's: scan it whole and pick their rows (no copy of their
         # vectors per query); else multiply just their rows
         vectors = self.store.event_catalog.vectors
-        sims = user_cosines(vectors, layout.rows, unit)
+        blend = a if len(texts) > 1 else 0.0
+        short = None
+        if named:  # (entity, mention, tool, bm25)
+            short = shortlist_cosines(self.store, layout, unit, blend, _nonzero(named[:3]), np.flatnonzero(named[3]),
+                                      self.settings)
+        sims, stats = short if short is not None else (user_cosines(vectors, layout.rows, unit), None)
         session_sim = None
         if self.settings.search_weight_session > 0:
             centroids, member = session_centroids(layout, self.store.event_catalog.vectors)
             session_sim = np.where(member >= 0, (centroids @ unit[0]).astype(np.float64)[np.maximum(member, 0)], 0.0)
-        return sims[:, 0], (sims[:, 1] if sims.shape[1] > 1 else None), session_sim, unit[-1]
+        return sims[:, 0], (sims[:, 1] if sims.shape[1] > 1 else None), session_sim, unit[-1], stats
 
     # --- scoring ----------------------------------------------------------------------------
     def _score(self, sig: _Signals, neighbours: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -317,8 +336,8 @@ class EventSearch:
             v = np.where(dense_rank <= cand, 1.0 / (s.rrf_k + dense_rank), 0.0)
             t = np.where(np.isfinite(bm_rank), 1.0 / (s.rrf_k + bm_rank), 0.0)
         else:  # "score": z-scored cosine (clipped at 0) and max-normalised BM25
-            std = float(dense.std()) or 1.0
-            v = np.clip((dense - float(dense.mean())) / std, 0.0, None) / 4.0
+            mean, std = sig.dense_stats if sig.dense_stats is not None else (float(dense.mean()), float(dense.std()))
+            v = np.clip((dense - mean) / (std or 1.0), 0.0, None) / 4.0
             top = float(sig.bm25.max())
             t = sig.bm25 / top if top > 0 else np.zeros(n)
         base = s.search_weight_vector * v + s.search_weight_fulltext * t

@@ -478,7 +478,12 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
 
         with self._fulltext_ready(query):
             if write:
-                return analyst.run(self, query, params, write=write, force=force)
+                try:
+                    return analyst.run(self, query, params, write=write, force=force)
+                finally:  # the event rows search keeps may have changed behind its back
+                    forget = getattr(self, "forget_event_rows", None)
+                    if forget is not None:
+                        forget()
             with self._lock.shared(), self._fulltext_guard(query, always=True):  # shared first, as the writer
                 conn = self._conn()
                 with analyst.time_limit(conn, timeout_ms):

@@ -16,6 +16,7 @@ questions it asks of the graph, always filtered by the calling user:
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +75,9 @@ class EventLayout:
         self.mention_rows: list[tuple[str, str]] = []  # (event id, entity name) of appended events
         self.names: dict[str, None] | None = None  # every entity the events mention (read on first use)
         self.generation = -1  # the event catalog's generation this layout reflects
+        # id -> the row events_by_ids reads for it, for the hits of a search (SearchStore.layout_events;
+        # None: not kept, the hits are read from the file); an id absent from it is read when asked
+        self.event_rows: dict[str, dict[str, Any]] | None = None
         self.seen = 0  # catalog rows examined so far (rows below it are in the layout or not the user's)
         self._rows = np.zeros(max(16, n), dtype=np.int64)
         self._rows[:n] = np.asarray(rows if rows is not None else np.arange(n), dtype=np.int64)
@@ -154,10 +158,11 @@ class EventLayout:
     # --- growing in place ---------------------------------------------------------------
     def append(
         self, ident: str, row: int, session: str, content: str, created: Any, role: str,
-        linked: Sequence[str], mentions: Sequence[str] = (),
+        linked: Sequence[str], mentions: Sequence[str] = (), event_row: dict[str, Any] | None = None,
     ) -> int:
         """Add one event at the end (its catalog ``row``; ``mentions``: the entity names its
-        MENTIONS edges point to); returns its position. The neighbour index is updated around
+        MENTIONS edges point to; ``event_row``: what the file holds for it, kept when the layout
+        keeps its events' rows); returns its position. The neighbour index is updated around
         it in its session (it need not be the session's latest turn)."""
         p = len(self.order)
         if p >= self._rows.shape[0]:
@@ -179,6 +184,8 @@ class EventLayout:
         self.linked.append(list(linked))
         self.position[ident] = p
         self.mention_rows.extend((ident, name) for name in mentions)
+        if self.event_rows is not None and event_row is not None:
+            self.event_rows[ident] = event_row
         if self.names is not None:
             self.names.update(dict.fromkeys(mentions))
         for nb in self._nb.values():
@@ -217,6 +224,17 @@ class _Pending:
     role: str
     linked: list[str]
     mentions: list[str] = field(default_factory=list)
+    row: dict[str, Any] | None = None  # the event's row, when its user's layout keeps them
+
+
+def event_row(event: Event) -> dict[str, Any]:
+    """The row :meth:`SearchStore.events_by_ids` reads back for ``event`` once it is written
+    (the values as the file holds them: database time, metadata as JSON text)."""
+    data = event.model_dump()
+    row = {p: data[p] for p in EVENT_PROPS}
+    row["created_at"] = to_db_time(event.created_at)
+    row["metadata"] = dumps(event.metadata)
+    return row
 
 
 PENDING_CAP = 100_000  # events noted for layouts at most; beyond, a layout reads them from the file
@@ -328,9 +346,12 @@ class SearchStore(KuzuBase):
         pending = self._pending_layout()
         if len(pending) >= PENDING_CAP:
             pending.clear()  # a writer nobody searches: layouts read the rest from the file
+        layout: EventLayout | None = self._search_cache().get(("layout", event.user_id))
+        keeps = layout is not None and layout.event_rows is not None  # only then: the row is kept
         pending[event.id] = _Pending(
             session=event.session_id or "", created=to_db_time(event.created_at), content=event.content or "",
             role=event.role or "", linked=list(event.entities), mentions=list(dict.fromkeys(mentions)),
+            row=event_row(event) if keeps else None,
         )
 
     def _build_layout(self, user_id: str) -> EventLayout:
@@ -379,7 +400,8 @@ class SearchStore(KuzuBase):
             info = pending.pop(ident) if ident in pending else None
             if info is None:  # gone from the file since (a delete is on its way): rebuild then
                 continue
-            layout.append(ident, row, info.session, info.content, info.created, info.role, info.linked, info.mentions)
+            layout.append(ident, row, info.session, info.content, info.created, info.role, info.linked, info.mentions,
+                          info.row)
         layout.seen = end
 
     def _layout_info(self, ids: Sequence[str]) -> dict[str, _Pending]:
@@ -461,15 +483,58 @@ class SearchStore(KuzuBase):
         conversation's 600 events the scan takes ~0.7 ms, ten lookups ~6 ms)."""
         if not ids:
             return {}
-        ids = list(dict.fromkeys(ids))
+        rows = self._event_rows(list(dict.fromkeys(ids)))
+        return {ident: event_from_row(r) for ident, r in rows.items()}
+
+    def layout_events(self, user_id: str, layout: EventLayout, ids: Sequence[str], keep: int) -> dict[str, Event]:
+        """The events ``ids`` of the user's ``layout``, for the hits of a search (missing ids are
+        absent), from event rows kept on the layout: at most ``keep`` of them (0: none, every
+        hit is read from the file). A layout of at most ``keep`` events reads all its rows in one
+        query on first use; a larger one keeps the rows of its latest hits (the oldest dropped
+        first). Both add the row of each event written since (as written); an id the rows lack
+        is read from the file. The rows go with the layout (a reload, a delete) and with
+        :meth:`forget_event_rows` (a raw Cypher write). Each call builds new Event models."""
+        if not ids:
+            return {}
+        if keep <= 0:
+            layout.event_rows = None
+            return self.events_by_ids(ids)
+        rows = layout.event_rows
+        if rows is None:
+            with self._lock.shared(), self._layout_lock():  # no commit meanwhile: later writes add their rows
+                if layout.event_rows is None:
+                    every: list[dict[str, Any]] = []
+                    if len(layout) <= keep:
+                        every = self.read(f"MATCH (e:Event) WHERE e.user_id = $user RETURN {_EVENT_RETURN}",
+                                          {"user": user_id})
+                    layout.event_rows = {str(r["id"]): r for r in every}
+                rows = layout.event_rows
+        wanted = list(dict.fromkeys(ids))
+        found = {i: rows.pop(i) for i in wanted if i in rows}  # (put back last: the latest used)
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            found.update(self._event_rows(missing))
+        rows.update(found)
+        for old in list(itertools.islice(rows, max(0, len(rows) - keep))):  # the least recently used
+            rows.pop(old, None)
+        return {i: event_from_row(found[i]) for i in wanted if i in found}
+
+    def _event_rows(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Rows of the events ``ids`` read from the file (see :meth:`events_by_ids`)."""
         if len(ids) <= 64 and len(self.event_catalog) > _LOOKUP_PER_ID_EVENTS * len(ids):
             rows = []
             for ident in ids:
                 rows += self.read(f"MATCH (e:Event {{id: $id}}) RETURN {_EVENT_RETURN}", {"id": ident})
         else:
             rows = self.read(f"MATCH (e:Event) WHERE e.id IN $ids RETURN {_EVENT_RETURN}", {"ids": list(ids)})
-        events = [event_from_row(r) for r in rows]
-        return {e.id: e for e in events}
+        return {str(r["id"]): r for r in rows}
+
+    def forget_event_rows(self) -> None:
+        """Drop the event rows the search layouts keep (after a raw Cypher write, which may have
+        changed events without the layouts knowing); they are read again on the next search."""
+        for key, layout in list(self._search_cache().items()):
+            if isinstance(key, tuple) and key[:1] == ("layout",) and isinstance(layout, EventLayout):
+                layout.event_rows = None
 
     def insert_events(
         self, items: Sequence[tuple[Event, np.ndarray]], mentions: Sequence[Sequence[tuple[str, str]]] | None = None

@@ -33,7 +33,12 @@ class BoltCypher(KuzuBase):
         """An analyst's Cypher, sent as it is (the engine's own dialect): in a read-only session,
         or with ``write`` in one of the store's write transactions (see :meth:`_analyst_write`)."""
         if write:
-            return self._analyst_write(query, params, force=force)
+            try:
+                return self._analyst_write(query, params, force=force)
+            finally:  # the event rows search keeps may have changed behind its back
+                forget = getattr(self, "forget_event_rows", None)
+                if forget is not None:
+                    forget()
         if self._deferred:
             self.flush_deferred()
         import neo4j
