@@ -336,3 +336,42 @@ def test_the_anthropic_path_asks_the_llm_which_same_scope_rules_a_correction_rep
         assert mem.get_learning(target.id).superseded_by == new.id
         other = kept if target is stale else stale
         assert mem.get_learning(other.id).superseded_by is None
+
+
+# --- gaps a newcomer met: contractions, comma-separated facts, empty directives, stale bullets ------
+
+
+def test_facts_in_comma_separated_clauses_and_after_i_ve(mem: Memory) -> None:
+    learned = mem.observe_message("I'm vegetarian, I live in Paris.")
+    assert sorted(l.content for l in learned) == ["The user is vegetarian", "The user lives in Paris"]
+    [berlin] = mem.observe_message("I've moved to Berlin.")
+    assert berlin.content == "The user lives in Berlin" and berlin.entities == ["Berlin"]
+    assert [f.learning.content for f in mem.facts(about="user") if f.fact_key == "user|home city"] == [
+        "The user lives in Berlin"]
+    assert not [f for f in mem.facts(history=True) if f.fact_key.startswith("i")]  # never "I've" as a person
+
+
+def test_empty_directives_and_not_what_i_asked_for_are_outcomes_not_advice(mem: Memory) -> None:
+    rule = mem.add_learning("Keep emails to Dana under 3 paragraphs", tool="send_email", entities=["Dana"])
+    for text in ("Not what I asked for.", "Don't do that again.", "Please stop doing that."):
+        mem.context("email Dana about the renewal", tool="send_email")
+        assert mem.observe_message(text) == [], text
+    assert [l.id for l in mem.learnings()] == [rule.id]
+    assert mem.get_learning(rule.id).harmful == 3  # each one blamed what was shown
+    [kept] = mem.observe_message("Don't cc Omar again.")  # a directive with content stays advice
+    assert "Omar" in kept.content
+
+
+def test_a_superseded_preference_leaves_user_preferences_at_once(mem: Memory) -> None:
+    _send_email(mem)
+    [old] = mem.observe_message("Emails to Dana should be long flowing paragraphs.")
+    assert "long flowing paragraphs" in mem.summary("user_preferences").text
+    _send_email(mem)
+    [new] = mem.observe_message("Emails to Dana must use bullet points instead.")
+    assert mem.get_learning(old.id).superseded_by == new.id
+    prefs = mem.context("write an email to Dana", tool="send_email").user_preferences
+    assert "long flowing paragraphs" not in prefs and "bullet points" in prefs
+    mem.observe_message("I live in Paris.")
+    mem.observe_message("I moved to Berlin.")
+    text = mem.summary("user_preferences").text
+    assert "Paris" not in text and "Berlin" in text
