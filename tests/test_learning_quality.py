@@ -4,6 +4,9 @@ corrections that replace, facts about the user, lifecycle of weak self-evaluatio
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 
 from graphmem import Memory
 
@@ -296,6 +299,23 @@ def test_train_bullets_are_actions_and_the_report_says_where_they_went(mem: Memo
     assert 'always answer "6"' in report.learnings[0].content
     lines = report.stored()
     assert len(lines) == len(report.learnings) and all(("served" in x or "lifecycle" in x) for x in lines)
+
+
+def test_the_train_command_says_what_was_stored_and_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from graphmem.cli import _register_groups, app
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    examples = tmp_path / "math.jsonl"
+    examples.write_text('{"input_text": "3+3?", "output": "7", "ground_truth": "6"}\n'
+                        '{"input_text": "2+2?", "output": "4", "ground_truth": "4"}\n', encoding="utf-8")
+    _register_groups()
+    out = CliRunner().invoke(app, ["--db", str(tmp_path / "cli.kuzu"), "--user", "alice", "--embedder", "hash",
+                                   "train", str(examples), "--node", "math"])
+    assert out.exit_code == 0, out.output
+    assert "1 passed, 1 failed" in out.output
+    assert "active rule: served by context()" in out.output and 'always answer "6"' in out.output
 
 
 def test_the_caller_s_tool_hint_wins_over_a_word_that_merely_matches_another_tool(mem: Memory) -> None:
