@@ -451,12 +451,15 @@ def print_table(result: dict[str, Any], console: Any) -> None:
                           "when shown: " + records_line(r["repeat_records"]) + "[/dim]")
 
 
-def records_line(records: dict[str, int]) -> str:
-    """``{"0/1": 19, "0/2": 4}`` as "0/1 ×19, 0/2 ×4", fewest ratings first."""
+def records_line(records: dict[str, int], top: int = 12) -> str:
+    """``{"0/1": 19, "0/2": 4}`` as "0/1 ×19, 0/2 ×4", fewest ratings first; past ``top``
+    records, the rest as one count."""
     def key(k: str) -> tuple[int, int, int]:
         h, b = (int(x) for x in k.split("/"))
         return h + b, h, b
-    return ", ".join(f"{k} ×{v}" for k, v in sorted(records.items(), key=lambda kv: key(kv[0])))
+    items = sorted(records.items(), key=lambda kv: key(kv[0]))
+    rest = sum(v for _, v in items[top:])
+    return ", ".join(f"{k} ×{v}" for k, v in items[:top]) + (f", {rest} with more ratings" if rest else "")
 
 
 def failure_split(causes: dict[str, int]) -> dict[str, int]:

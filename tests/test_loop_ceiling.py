@@ -60,3 +60,4 @@ def test_the_prior_margin_never_exceeds_its_ceiling(tmp_path: Path) -> None:
 
 def test_records_line_lists_the_fewest_ratings_first() -> None:
     assert records_line({"2/3": 1, "0/1": 19, "1/0": 4, "0/2": 4}) == "0/1 ×19, 1/0 ×4, 0/2 ×4, 2/3 ×1"
+    assert records_line({"2/3": 1, "0/1": 19, "1/0": 4, "0/2": 4}, top=2) == "0/1 ×19, 1/0 ×4, 5 with more ratings"
