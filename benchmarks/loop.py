@@ -39,13 +39,16 @@ does not say which learning it acted on (``record_outcome`` without ``used``: cr
 ``--set NAME=VALUE`` overrides any Settings field in every run. Every run sees the same task stream and the same
 feedback noise (one RNG per concern, seeded by ``--seed``) and a simulated clock: the run is
 deterministic given the seed. Output: success rate per window of episodes (a learning curve per
-mode), a table, JSON and a PNG line plot. Each run also counts the learnings ``run_cycle()``
+mode), a table, JSON and a PNG line plot; with several seeds the plot shows each curve's mean with
+a ±1 sd band and, beside it, the paired "prior on − off" difference per window with its band. Each run also counts the learnings ``run_cycle()``
 retired as clearly harmful and its true failures by cause (``failure_causes``): a guess, split
 by what the memory held about the slot (``guess, nothing learned yet``: no learning about it was
 ever made; ``guess, right one hidden``: a right one was in use but the agent did not act on it,
 dropped, on canary or ranked out; ``guess, wrong one hidden``; ``guess``: none in use), else the
 origin of the wrong learning acted on (``offline``, ``correction``, ``evolved``), whether the agent
-had acted on it before (``first`` / ``again``) and whether a right one was in use too. The split
+had acted on it before (``first`` / ``again``) and whether a right one was in use too; each
+``again`` is also counted by the record the learning had when shown (``repeat_records``,
+"helpful/harmful": how much the counters had to go on). The split
 reads the answer key, for the report only: the agent never sees it. With several seeds, the
 paired "prior on − off" line also gives its ceiling per seed (:func:`ceiling`): prior off's failures
 minus prior on's unavoidable ones (a guess before anything about the slot was learned, a wrong
@@ -179,6 +182,9 @@ class RunStats:
     # learning acted on by origin (offline stale / owner correction / evolved), "first" (never acted on
     # before) or "again", and ", right one in use" when a right one was in use too
     failure_causes: dict[str, int] = field(default_factory=dict)
+    # a wrong learning acted on again, by its record when shown ("helpful/harmful"): how much the
+    # counters had to go on (instrumentation, answer key)
+    repeat_records: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
     def curve(self, window: int) -> list[float]:
@@ -320,6 +326,9 @@ class Simulation:
                 st.advised += 1
                 st.advised_wrong += not advice[1]
                 success = advice[1]
+            if not success and advice is not None and chosen.id in self.acted:
+                rec = f"{chosen.helpful}/{chosen.harmful}"
+                st.repeat_records[rec] = st.repeat_records.get(rec, 0) + 1
             if not success:
                 cause = self._guess_cause(slot_i) if advice is None else (
                     f"{self.origin.get(chosen.id, '?')} {'again' if chosen.id in self.acted else 'first'}"
@@ -437,6 +446,20 @@ def print_table(result: dict[str, Any], console: Any) -> None:
         if causes:
             console.print(f"[dim]{r['name']} failures by cause: "
                           + ", ".join(f"{k} {v}" for k, v in sorted(causes.items(), key=lambda kv: -kv[1])) + "[/dim]")
+        if r.get("repeat_records"):
+            console.print(f"[dim]{r['name']} wrong learnings acted on again, by their record (helpful/harmful) "
+                          "when shown: " + records_line(r["repeat_records"]) + "[/dim]")
+
+
+def records_line(records: dict[str, int], top: int = 12) -> str:
+    """``{"0/1": 19, "0/2": 4}`` as "0/1 ×19, 0/2 ×4", fewest ratings first; past ``top``
+    records, the rest as one count."""
+    def key(k: str) -> tuple[int, int, int]:
+        h, b = (int(x) for x in k.split("/"))
+        return h + b, h, b
+    items = sorted(records.items(), key=lambda kv: key(kv[0]))
+    rest = sum(v for _, v in items[top:])
+    return ", ".join(f"{k} ×{v}" for k, v in items[:top]) + (f", {rest} with more ratings" if rest else "")
 
 
 def failure_split(causes: dict[str, int]) -> dict[str, int]:
@@ -484,6 +507,8 @@ def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
             "episodes_by_seed": [res["config"]["episodes"] for res in per_seed],
             "failure_causes": {k: sum((r.get("failure_causes") or {}).get(k, 0) for r in rs)
                                for k in sorted({k for r in rs for k in (r.get("failure_causes") or {})})},
+            "repeat_records": {k: sum((r.get("repeat_records") or {}).get(k, 0) for r in rs)
+                               for k in sorted({k for r in rs for k in (r.get("repeat_records") or {})})},
         })
     return {"benchmark": "loop", "seeds": [res["config"]["seed"] for res in per_seed],
             "config": per_seed[0]["config"], "runs": runs, "paired": paired(runs), "per_seed": per_seed}
@@ -567,26 +592,70 @@ def print_spread(result: dict[str, Any], console: Any) -> None:
             p.add_row(label, f"{d['mean']:+.1f} ± {d['sd']:.1f}", f"{d['min']:+.1f}",
                       " ".join(f"{v:+.1f}" for v in d["by_seed"]), ceil)
         console.print(p)
+    for r in result["runs"]:
+        if r.get("repeat_records"):
+            console.print(f"{r['name']}: wrong learnings acted on again over the seeds, by their record "
+                          "(helpful/harmful) when shown: " + records_line(r["repeat_records"]))
+
+
+def paired_curves(result: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per mode, "prior on − off" per window of episodes (points), mean and sd over the seeds."""
+    import statistics
+
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    per_seed = result.get("per_seed") or []
+    for label in (result.get("paired") or {}):
+        if not label.endswith(": prior on − off"):
+            continue
+        mode = label.split(":")[0]
+        diffs = []
+        for res in per_seed:
+            by = {r["name"]: r["curve"] for r in res["runs"]}
+            on = next((c for n, c in by.items() if n.startswith(mode + " (prior on")), None)
+            off = by.get(f"{mode} (prior off)")
+            if on is not None and off is not None:
+                diffs.append([100 * (a - b) for a, b in zip(on, off)])
+        if len(diffs) > 1:
+            n = min(len(d) for d in diffs)
+            out[mode] = ([statistics.fmean(d[w] for d in diffs) for w in range(n)],
+                         [statistics.stdev([d[w] for d in diffs]) for w in range(n)])
+    return out
 
 
 def plot_band(result: dict[str, Any], window: int, path: Path) -> None:
-    """Mean learning curve per run with a ±1 sd band over the seeds."""
+    """Mean learning curve per run with a ±1 sd band over the seeds; beside it, per mode, the
+    paired "prior on − off" difference per window with its ±1 sd band."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    pairs = paired_curves(result)
+    fig, axes = plt.subplots(1, 2 if pairs else 1, figsize=(14 if pairs else 8, 4.5), squeeze=False)
+    ax = axes[0][0]
     for r in result["runs"]:
         xs = [(w + 1) * window for w in range(len(r["curve"]))]
         lo = [m - s for m, s in zip(r["curve"], r["curve_sd"])]
         hi = [m + s for m, s in zip(r["curve"], r["curve_sd"])]
         ax.plot(xs, r["curve"], label=r["name"])
         ax.fill_between(xs, lo, hi, alpha=0.15)
+    cfg = result.get("config") or {}
+    cond = f", noise {cfg['noise']:g}, wrong corrections {cfg['wrong']:g}" if "noise" in cfg and "wrong" in cfg else ""
     ax.set_xlabel("episode")
     ax.set_ylabel(f"success rate per {window} episodes")
-    ax.set_title(f"closed loop, mean ± sd over {len(result['seeds'])} seeds")
+    ax.set_title(f"closed loop, mean ± sd over {len(result['seeds'])} seeds{cond}", fontsize=10)
     ax.legend(fontsize=8)
+    if pairs:
+        ax2 = axes[0][1]
+        for mode, (mean, sd) in pairs.items():
+            xs = [(w + 1) * window for w in range(len(mean))]
+            ax2.plot(xs, mean, label=mode)
+            ax2.fill_between(xs, [m - d for m, d in zip(mean, sd)], [m + d for m, d in zip(mean, sd)], alpha=0.2)
+        ax2.axhline(0, color="grey", lw=0.8)
+        ax2.set_xlabel("episode")
+        ax2.set_ylabel(f"prior on − off, points per {window} episodes")
+        ax2.set_title("quality prior: paired difference, mean ± sd over the seeds", fontsize=10)
+        ax2.legend(fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -7,7 +7,8 @@ Keys (one Summary node per user and key, id ``user_id|key``):
   itself once they are at least ``Settings.user_preferences_min_confidence`` sure; tool advice
   stays in the tool summaries), ranked by :func:`preference_rank`, cut to whole bullets within
   ``Settings.budget_user_preferences``; always in context. It is refreshed at once when the first
-  preference arrives, then at its staleness threshold.
+  preference arrives and when one of its learnings leaves use (superseded, retired), else at its
+  staleness threshold.
 - ``learning:tool:<name>``, ``learning:topic:<name>``, ``learning:objective_type:<type>``: the
   eligible learnings about that tool / topic / objective type (observations included).
 
@@ -221,6 +222,7 @@ class SummaryService:
         self.deps = deps
         self._summarizer = summarizer
         self._due: set[str] = set()
+        self._urgent: set[str] = set()  # due at once, below their threshold too
         self._lock = threading.Lock()
 
     @property
@@ -233,6 +235,7 @@ class SummaryService:
         """Inside the writer's transaction: count the change on every summary each learning feeds."""
         store, settings = self.deps.store, self.deps.settings
         due: list[str] = []
+        urgent: list[str] = []  # due whatever their staleness
         if change == "created" and len(learnings) > 1:  # a batch of new learnings: counted at once
             states = store.bump_summaries_created([(l.id, feeds_of(l, settings)) for l in learnings])
             due += [s.id for s in states if s.summary.staleness >= s.summary.threshold
@@ -253,12 +256,16 @@ class SummaryService:
             )
             due += [s.id for s in states if s.summary.staleness >= s.summary.threshold
                     or (s.summary.kind == USER_PREFERENCES and s.summary.refreshed_at is None)]
-        if due:
-            store.on_commit(lambda: self._mark_due(due))
+            # a preference that left use (superseded by a correction or a newer fact, retired)
+            # leaves user_preferences at once: the context must not show it beside its replacement
+            urgent += [f.id for f in dropped if f.kind == USER_PREFERENCES]
+        if due or urgent:
+            store.on_commit(lambda: self._mark_due(due, urgent))
 
-    def _mark_due(self, ids: Iterable[str]) -> None:
+    def _mark_due(self, ids: Iterable[str], urgent: Iterable[str] = ()) -> None:
         with self._lock:
             self._due.update(ids)
+            self._urgent.update(urgent)
 
     def after_write(self) -> None:
         """After a commit: in inline mode, refresh the summaries the write made due."""
@@ -266,28 +273,36 @@ class SummaryService:
         if store.in_transaction():
             return  # a batch is still open; its caller calls again after the commit
         with self._lock:
-            if not self._due:
+            if not (self._due or self._urgent):
                 return
             if self.deps.settings.summary_refresh != "inline":
                 self._due.clear()
+                self._urgent.clear()
                 return
-            ids, self._due = sorted(self._due), set()
+            ids, urgent = sorted(self._due | self._urgent), sorted(self._urgent)
+            self._due, self._urgent = set(), set()
         try:
-            self.refresh(ids=ids, all_users=True)
+            self.refresh(ids=ids, all_users=True, urgent=urgent)
         except GraphmemError as e:  # the write itself committed; the summary stays stale
             log.warning("inline summary refresh failed (will retry after the next write): %s", e)
-            self._mark_due(ids)
+            self._mark_due(ids, urgent)
         except Exception as e:  # a summarizer/LLM that is not a graphmem LLM: never fail the committed write
             log.warning("inline summary refresh failed (%s: %s); the summary stays stale", type(e).__name__, e)
-            self._mark_due(ids)
+            self._mark_due(ids, urgent)
 
     # --- refresher -----------------------------------------------------------------------------
-    def refresh(self, *, force: bool = False, all_users: bool = False, ids: Sequence[str] | None = None) -> list[Summary]:
-        """Refresh due summaries (all of the user's with ``force``); returns the refreshed ones."""
+    def refresh(self, *, force: bool = False, all_users: bool = False, ids: Sequence[str] | None = None,
+                urgent: Sequence[str] = ()) -> list[Summary]:
+        """Refresh due summaries (all of the user's with ``force``); returns the refreshed ones.
+        ``urgent``: summary ids refreshed below their threshold too (when anything is pending)."""
         store, user = self.deps.store, self.deps.user
         if force:
             self._ensure_all(user)
         states = store.summary_states(None if all_users else user, due_only=not force, ids=ids)
+        if urgent and not force:
+            have = {st.id for st in states}
+            states += [st for st in store.summary_states(None if all_users else user, ids=list(urgent))
+                       if st.id not in have and st.summary.staleness > 0]
         if not states:
             return []
         # the pending learnings of every incremental refresh read once, and the summaries each

@@ -4,6 +4,9 @@ corrections that replace, facts about the user, lifecycle of weak self-evaluatio
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 
 from graphmem import Memory
 
@@ -298,6 +301,23 @@ def test_train_bullets_are_actions_and_the_report_says_where_they_went(mem: Memo
     assert len(lines) == len(report.learnings) and all(("served" in x or "lifecycle" in x) for x in lines)
 
 
+def test_the_train_command_says_what_was_stored_and_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from graphmem.cli import _register_groups, app
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    examples = tmp_path / "math.jsonl"
+    examples.write_text('{"input_text": "3+3?", "output": "7", "ground_truth": "6"}\n'
+                        '{"input_text": "2+2?", "output": "4", "ground_truth": "4"}\n', encoding="utf-8")
+    _register_groups()
+    out = CliRunner().invoke(app, ["--db", str(tmp_path / "cli.kuzu"), "--user", "alice", "--embedder", "hash",
+                                   "train", str(examples), "--node", "math"])
+    assert out.exit_code == 0, out.output
+    assert "1 passed, 1 failed" in out.output
+    assert "active rule: served by context()" in out.output and 'always answer "6"' in out.output
+
+
 def test_the_caller_s_tool_hint_wins_over_a_word_that_merely_matches_another_tool(mem: Memory) -> None:
     _send_email(mem)
     [l] = mem.observe_message("No, mask email columns when selecting from the customers table.", tool="run_sql")
@@ -336,3 +356,42 @@ def test_the_anthropic_path_asks_the_llm_which_same_scope_rules_a_correction_rep
         assert mem.get_learning(target.id).superseded_by == new.id
         other = kept if target is stale else stale
         assert mem.get_learning(other.id).superseded_by is None
+
+
+# --- gaps a newcomer met: contractions, comma-separated facts, empty directives, stale bullets ------
+
+
+def test_facts_in_comma_separated_clauses_and_after_i_ve(mem: Memory) -> None:
+    learned = mem.observe_message("I'm vegetarian, I live in Paris.")
+    assert sorted(l.content for l in learned) == ["The user is vegetarian", "The user lives in Paris"]
+    [berlin] = mem.observe_message("I've moved to Berlin.")
+    assert berlin.content == "The user lives in Berlin" and berlin.entities == ["Berlin"]
+    assert [f.learning.content for f in mem.facts(about="user") if f.fact_key == "user|home city"] == [
+        "The user lives in Berlin"]
+    assert not [f for f in mem.facts(history=True) if f.fact_key.startswith("i")]  # never "I've" as a person
+
+
+def test_empty_directives_and_not_what_i_asked_for_are_outcomes_not_advice(mem: Memory) -> None:
+    rule = mem.add_learning("Keep emails to Dana under 3 paragraphs", tool="send_email", entities=["Dana"])
+    for text in ("Not what I asked for.", "Don't do that again.", "Please stop doing that."):
+        mem.context("email Dana about the renewal", tool="send_email")
+        assert mem.observe_message(text) == [], text
+    assert [l.id for l in mem.learnings()] == [rule.id]
+    assert mem.get_learning(rule.id).harmful == 3  # each one blamed what was shown
+    [kept] = mem.observe_message("Don't cc Omar again.")  # a directive with content stays advice
+    assert "Omar" in kept.content
+
+
+def test_a_superseded_preference_leaves_user_preferences_at_once(mem: Memory) -> None:
+    _send_email(mem)
+    [old] = mem.observe_message("Emails to Dana should be long flowing paragraphs.")
+    assert "long flowing paragraphs" in mem.summary("user_preferences").text
+    _send_email(mem)
+    [new] = mem.observe_message("Emails to Dana must use bullet points instead.")
+    assert mem.get_learning(old.id).superseded_by == new.id
+    prefs = mem.context("write an email to Dana", tool="send_email").user_preferences
+    assert "long flowing paragraphs" not in prefs and "bullet points" in prefs
+    mem.observe_message("I live in Paris.")
+    mem.observe_message("I moved to Berlin.")
+    text = mem.summary("user_preferences").text
+    assert "Paris" not in text and "Berlin" in text

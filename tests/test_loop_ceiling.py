@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from benchmarks.loop import LoopConfig, aggregate, failure_split, simulate
+from benchmarks.loop import LoopConfig, aggregate, failure_split, paired_curves, plot_band, records_line, simulate
 from graphmem.embed import HashEmbedder
 
 
@@ -28,7 +30,7 @@ def test_failure_split_of_nothing_is_zero() -> None:
     assert failure_split({}) == {"unavoidable": 0, "repeats": 0, "other": 0}
 
 
-def test_the_prior_margin_never_exceeds_its_ceiling() -> None:
+def test_the_prior_margin_never_exceeds_its_ceiling(tmp_path: Path) -> None:
     per_seed = [simulate(LoopConfig(episodes=40, window=20, cycle_every=20, slots=3, seed=s, noise=0.2, wrong=0.3),
                          embedder=HashEmbedder()) for s in (0, 1)]
     result = aggregate(per_seed)
@@ -43,3 +45,19 @@ def test_the_prior_margin_never_exceeds_its_ceiling() -> None:
             assert d["by_seed"][k] <= d["ceiling_by_seed"][k] + 1e-9
             assert d["off_repeats_by_seed"][k] == pytest.approx(100 * off["failures_by_seed"][k]["repeats"] / 40)
         assert d["ceiling_mean"] == pytest.approx(sum(d["ceiling_by_seed"]) / 2)
+        for r in (on, off):
+            # each repeat is counted once more by the record the wrong learning had when shown
+            assert sum(r["repeat_records"].values()) == sum(f["repeats"] for f in r["failures_by_seed"])
+    # the band of the paired difference per window: as many windows as the curves, sd over 2 seeds
+    pairs = paired_curves(result)
+    assert set(pairs) == {"online only", "offline + online"}
+    mean, sd = pairs["online only"]
+    assert len(mean) == len(sd) == 2 and all(v >= 0 for v in sd)
+    png = tmp_path / "band.png"
+    plot_band(result, 20, png)
+    assert png.stat().st_size > 0
+
+
+def test_records_line_lists_the_fewest_ratings_first() -> None:
+    assert records_line({"2/3": 1, "0/1": 19, "1/0": 4, "0/2": 4}) == "0/1 ×19, 1/0 ×4, 0/2 ×4, 2/3 ×1"
+    assert records_line({"2/3": 1, "0/1": 19, "1/0": 4, "0/2": 4}, top=2) == "0/1 ×19, 1/0 ×4, 5 with more ratings"

@@ -62,14 +62,15 @@ def test_done_when_walkthrough(make_memory: MakeMemory, clock: Any) -> None:
     assert "## User Preferences" in ctx.to_prompt()
     assert "Keep emails under 3 paragraphs" in ctx.to_prompt()
 
-    mem.retire_learning(prefs[1].id)
+    clock.advance(minutes=1)
+    mem.add_learning("Cite sources inline", kind="preference")
     assert mem.summary("user_preferences").staleness == 1  # stale again
     assert mem.refresh_summaries() == []  # below threshold: untouched
-    refreshed = mem.refresh_summaries(force=True)
+    clock.advance(minutes=1)
+    mem.retire_learning(prefs[1].id)  # a preference leaving use leaves the summary at once
     after = mem.summary("user_preferences")
-    assert "user_preferences" in [s.key for s in refreshed]
     assert "British spelling" not in after.text and "Keep emails under 3 paragraphs" in after.text
-    assert after.staleness == 0
+    assert "Cite sources inline" in after.text and after.staleness == 0 and after.refreshed_at == clock.now
 
 
 def test_retired_learning_dropped_by_incremental_refresh(make_memory: MakeMemory) -> None:

@@ -22,20 +22,21 @@ _ROLES = (r"manager|boss|assistant|wife|husband|partner|girlfriend|boyfriend|son
           r"landlord|tenant|team lead|tech lead|ceo|cto|cfo")
 _DIETS = r"vegetarian|vegan|pescatarian|pescetarian|gluten[- ]free|lactose[- ]intolerant|halal|kosher|keto"
 
-_SPLIT = re.compile(r"\s*(?:,\s*)?\band\s+(?=i\b|i'm\b|i’m\b|my\b)", re.IGNORECASE)
+# "… and I live in Paris", "I'm vegetarian, I live in Paris": a new clause about the owner
+_SPLIT = re.compile(r"\s*(?:,\s*(?:and\s+)?|\band\s+)(?=i\b|i'm\b|i’m\b|i've\b|i’ve\b|my\b)", re.IGNORECASE)
 _HYPOTHETICAL = _rx(r"\b(if|whether|would|could|might|suppose|imagine|pretend|when i was|used to)\b")
 
 # (pattern, subject group or None for the user, attribute, value group, kind, single-valued, wording)
 _RULES: list[tuple[re.Pattern[str], str | None, str, int, str, bool, str]] = [
     (re.compile(r"^(?:my name is|i am called|i'm called|call me)\s+" + _NAME, re.IGNORECASE), None, "name", 1,
      "fact", True, "The user's name is {v}"),
-    (re.compile(r"^i (?:have )?(?:moved|relocated) to\s+" + _PLACE, re.IGNORECASE), None, "home city", 1,
+    (re.compile(r"^i(?: have|'ve|’ve)? (?:just )?(?:moved|relocated) to\s+" + _PLACE, re.IGNORECASE), None, "home city", 1,
      "fact", True, "The user lives in {v}"),
     (re.compile(r"^i(?:'m| am)? (?:now )?(?:live|living|based|reside|residing) in\s+" + _PLACE, re.IGNORECASE),
      None, "home city", 1, "fact", True, "The user lives in {v}"),
     (re.compile(r"^i(?:'m| am)? (?:now )?(?:work|working) (?:at|for)\s+" + _NAME, re.IGNORECASE), None, "employer",
      1, "fact", True, "The user works at {v}"),
-    (re.compile(r"^i (?:have )?(?:joined|started at)\s+" + _NAME, re.IGNORECASE), None, "employer", 1, "fact", True,
+    (re.compile(r"^i(?: have|'ve|’ve)? (?:joined|started at)\s+" + _NAME, re.IGNORECASE), None, "employer", 1, "fact", True,
      "The user works at {v}"),
     (re.compile(rf"^i(?:'m|’m| am)(?: now)? (?:a |an )?({_DIETS})\b", re.IGNORECASE), None, "diet", 1,
      "preference", True, "The user is {v}"),
@@ -64,7 +65,7 @@ _RULES: list[tuple[re.Pattern[str], str | None, str, int, str, bool, str]] = [
     (re.compile(r"^" + _NAME + r"'?s birthday is (?:on )?\s*(.+?)$", re.IGNORECASE), "1", "birthday", 2, "fact", True,
      "{s}'s birthday is {v}"),
 ]
-_NOT_SUBJECT = frozenset({"i", "it", "this", "that", "he", "she", "they", "we", "you", "there", "my", "the"})
+_NOT_SUBJECT = frozenset({"i", "i've", "i’ve", "i'm", "i’m", "i'd", "i’d", "i'll", "i’ll", "it", "this", "that", "he", "she", "they", "we", "you", "there", "my", "the"})
 _LEAD = _rx(r"^(also|and|btw|by the way|fyi|oh|so|well|actually|just so you know|for the record)[\s,:-]+")
 _PLACE_END = _rx(r"[\s,]+(now|since|for|last|this|next|with|because|in)\b.*$")
 

@@ -94,7 +94,12 @@ _CONTENT_FREE = frozenset({
     "answer", "reply", "response", "result", "results", "output", "try", "attempt", "stuff", "thing", "i",
     "we", "me", "my", "just", "how", "did", "do", "have", "has", "had", "be", "been", "are", "were",
     "unacceptable", "disappointing", "disappointed", "confusing", "annoying", "sloppy", "hate", "cool",
+    "asked", "asking", "for", "expected", "meant", "requested",
 })
+# a directive with nothing in it ("Don't do that again.", "Please stop doing that."): blame, not advice
+_EMPTY_DIRECTIVE = frozenset({"don't", "don’t", "dont", "do", "doing", "never", "stop", "please", "ever", "make",
+                              "same", "repeat"})
+_NEGATORS = frozenset({"don't", "don’t", "dont", "never", "stop", "not"})
 _STYLE = _rx(r"\b(long|short|length|concise|brief|verbose|wordy|paragraphs?|tone|formal|casual|friendly|"
              r"format\w*|bullet\w*|markdown|headings?)\b")
 _NOT_ENTITY = frozenset({
@@ -125,6 +130,13 @@ def _bare_imperative(sentence: str, bare: str) -> bool:
         return False
     words = _words(bare)
     return bool(words) and words[0] not in _NOT_VERB and not _COPULA.match(bare) and len(words) >= 3
+
+
+def empty_directive(text: str) -> bool:
+    """True for a negative directive that names nothing to avoid ("Don't do that again.")."""
+    words = _words(text)
+    return (bool(words) and any(w in _NEGATORS for w in words)
+            and all(w in _CONTENT_FREE or w in _EMPTY_DIRECTIVE or w.isdigit() for w in words))
 
 
 def content_free(text: str) -> bool:
@@ -280,6 +292,9 @@ def analyse_feedback(content: str, recent_actions: list[dict[str, Any]] | None =
     had_signal = bool(instructions or wrong or praise)
     obj_type = _objective_type_of(text, about_tool)
     instructions = [i for i in _unique(instructions) if len(_words(i)) >= 2]
+    if any(empty_directive(i) for i in instructions):  # "Don't do that again.": blame, not advice
+        instructions = [i for i in instructions if not empty_directive(i)]
+        complaint = True
     # Praise and blame without content are outcomes on what was shown, not advice.
     kind_words = {w for c in ([about_tool] if about_tool else []) for w in _words(c.replace("_", " "))}
     kind_words |= {"research", "email", "emails", "search", "code", "summary", "report", "draft", "work"}
