@@ -65,7 +65,7 @@ def test_write_larger_than_the_pool_fails_clearly_and_the_memory_keeps_working(
     kept = mem.add_learning("Keep invoice emails short", tool="send_email")
     batch = [{"content": f"Batch learning {i} about invoices and the follow-up email " * 5, "tool": "send_email"}
              for i in range(3000)]
-    with pytest.raises(BufferPoolError, match="Raise Settings.kuzu_buffer_pool_mb") as info:
+    with pytest.raises(BufferPoolError, match=r"Raise Settings\.kuzu_buffer_pool_mb") as info:
         mem.add_learnings(batch)
     assert "32 MB" in str(info.value) and "nothing of it was written" in str(info.value)
     assert len(mem.store.learning_catalog) == 1  # the batch left no row behind
