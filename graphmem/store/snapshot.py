@@ -387,6 +387,11 @@ class _Reader:
     def strings(self, name: str) -> list[Any]:
         return list(self.table(name).column(0).to_pylist())
 
+    def string_array(self, name: str) -> pa.Array:
+        """The strings as one Arrow array over the map (no Python string each)."""
+        column = self.table(name).column(0)
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
     def codes(self, name: str) -> list[Any]:
         names = self.strings(name + ".vocab")
         names.append(None)
@@ -396,7 +401,7 @@ class _Reader:
 def _load_lexical(r: _Reader, prefix: str, lex: Any) -> None:
     parts = {key: r.array(f"{prefix}.{key}") for key in ("off", "rows", "tf", "bucket", "dl", "df_off", "df_term", "df_count")}
     meta = r.meta[prefix]
-    lex.load_snapshot_arrays(dict(parts, terms=r.strings(prefix + ".terms"), texts=r.strings(prefix + ".texts"),
+    lex.load_snapshot_arrays(dict(parts, terms=r.strings(prefix + ".terms"), texts=r.string_array(prefix + ".texts"),
                                   users=r.strings(prefix + ".users"), n=meta["n"], len=meta["len"]))
 
 
