@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from graphmem.store.anchors import AnchorRows
 from graphmem.store.embed_queue import embed_queue
 from graphmem.store.vectors import normalise
 
@@ -217,8 +218,9 @@ def _anchors(w: _Writer, index: Any, n: int) -> None:
     for a in index.rows:
         vocab.setdefault(a, len(vocab))
     w.codes("a.owner", list(index.owner[:n]))
-    ids = [vocab[a] for a, rows in index.rows.items() if rows]
-    lists = [np.sort(np.fromiter(rows, dtype=np.int64, count=len(rows))) for rows in index.rows.values() if rows]
+    kept = [a for a in index.rows if index.rows.size(a)]  # (no set built for a mapped anchor)
+    ids = [vocab[a] for a in kept]
+    lists = [index.rows.array_of(a) for a in kept]
     off = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum([len(x) for x in lists], out=off[1:])
     w.array("a.rows_anchor", np.asarray(ids, dtype=np.int32))
@@ -415,7 +417,7 @@ def _load_anchors(r: _Reader, index: Any) -> None:
     index.of_row = [sets[s] for s in r.array("a.set_of_row").tolist()]
     index.owner = r.codes("a.owner")
     rows_anchor, rows_off, rows = r.array("a.rows_anchor").tolist(), r.array("a.rows_off").tolist(), r.array("a.rows")
-    index.rows = {vocab[a]: set(rows[rows_off[i] : rows_off[i + 1]].tolist()) for i, a in enumerate(rows_anchor)}
+    index.rows = AnchorRows({vocab[a]: rows[rows_off[i] : rows_off[i + 1]] for i, a in enumerate(rows_anchor)})
     index._arrays = {}
     owners = r.strings("a.cooc_owners")
     cooc = r.array("a.cooc")
