@@ -10,6 +10,7 @@ Start with :class:`Memory`::
 from graphmem.config import Settings
 from graphmem.embed import Embedder, HashEmbedder, SentenceTransformerEmbedder
 from graphmem.errors import (
+    BufferPoolError,
     CypherError,
     DatabaseLockedError,
     EmbedderError,
@@ -45,6 +46,7 @@ __all__ = [
     "Application",
     "AssembledContext",
     "AsyncClient",
+    "BufferPoolError",
     "Client",
     "CypherError",
     "DatabaseLockedError",

@@ -163,11 +163,15 @@ class Settings(BaseModel):
     # (docs/benchmarks.md "Binary first pass")
     vector_binary_min_rows: int = 500_000
     vector_binary_candidates: int = 2_000
-    # Kùzu's buffer pool (its page cache and query memory), in MB; 0 = Kùzu's default (80 % of the
-    # machine's RAM). The hot path reads from the in-memory mirrors, so the cache need not hold the
-    # file; a query whose result does not fit fails with a Kùzu buffer-pool error. Applied on open.
-    # Not capped by default: with 512 MB, adding a batch at 100k learnings failed its commit and
-    # Kùzu 0.11.3 then crashed the process on the next query (docs/benchmarks.md "Open and memory").
+    # Kùzu's buffer pool (its page cache and the memory of its queries and open writes), in MB.
+    # 0 (the default): sized from the file when it opens, 4 × its size (with its write-ahead log)
+    # and at least 1,024 MB, at most Kùzu's own default (80 % of the machine's RAM). The pool's
+    # pages are only taken when used, but Kùzu keeps 8 bytes of state per page of the pool from
+    # the start: ~37 MB for 80 % of 23 GB, ~2 MB for 1 GB. The hot path reads the in-memory
+    # mirrors, so the pool need not hold the file; it must hold what one statement or transaction
+    # works on: a new file needs ~20 MB to open, a batch of 3,000 learnings failed at 32 MB, and
+    # a capped pool that is too small makes the operation fail with BufferPoolError (nothing is
+    # written; raise this setting and open the file again). Applied on open.
     kuzu_buffer_pool_mb: int = 0
     # a snapshot of the in-memory mirrors beside the file (<file>.mirrors), written when the file
     # closes cleanly and mapped by the next open instead of scanning the file; ignored (the file is

@@ -9,6 +9,7 @@ Hierarchy::
     ├── InvalidInputError        bad arguments: empty text, unknown status/tier/kind, k <= 0 ...
     │   └── NotFoundError        an id (learning, objective, context, summary) that does not exist
     ├── StoreError               the database refused an operation
+    │   ├── BufferPoolError      Kùzu's buffer pool was too small (Settings.kuzu_buffer_pool_mb)
     │   ├── DatabaseLockedError  another process owns the database file
     │   ├── SchemaVersionError   the file was written by a newer graphmem schema
     │   ├── EmbedderMismatchError the file was built with another embedder / dimension
@@ -39,6 +40,10 @@ class NotFoundError(InvalidInputError, KeyError):
 
 class StoreError(GraphmemError):
     """The graph database refused an operation."""
+
+
+class BufferPoolError(StoreError):
+    """Kùzu's buffer pool (``Settings.kuzu_buffer_pool_mb``) was too small for an operation."""
 
 
 class DatabaseLockedError(StoreError):

@@ -190,8 +190,8 @@ def test_buffer_pool_setting_reaches_kuzu(
     assert [s.learning.content for s in mem.context("Email Dana", tool="send_email").learnings]
     mem.close()
     make_memory(settings=Settings(kuzu_buffer_pool_mb=0)).close()
-    assert seen[-1] == 0  # Kùzu's default
-    assert Settings().kuzu_buffer_pool_mb == 0  # not capped unless asked
+    assert seen[-1] == 1024 << 20  # sized from the (small) file: the 1,024 MB floor
+    assert Settings().kuzu_buffer_pool_mb == 0  # sized from the file unless asked
     with pytest.raises(ValueError):
         Settings(kuzu_buffer_pool_mb=-1)
     in_memory = KuzuGraphStore(None, dim=16, embedder_name="hash-16", buffer_pool_mb=64)

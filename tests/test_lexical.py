@@ -104,7 +104,30 @@ def _loaded(docs: list[tuple[str, bool, str]]) -> LexicalIndex:
     return index
 
 
-@pytest.mark.parametrize("make", [build, _loaded], ids=["incremental", "loaded"])
+def _mapped(docs: list[tuple[str, bool, str]]) -> LexicalIndex:
+    """Loaded as a snapshot loads it: the texts stay in an Arrow array, read when asked for."""
+    import pyarrow as pa
+
+    parts = build(docs).snapshot_arrays(len(docs))
+    parts["texts"] = pa.array(parts["texts"], type=pa.string())
+    index = LexicalIndex()
+    index.load_snapshot_arrays(parts)
+    return index
+
+
+def test_snapshot_texts_stay_in_the_arrow_array_until_written() -> None:
+    index = _mapped(CORPUS)
+    assert index._docs._over == {}  # nothing turned into Python strings on load
+    assert len(index) == len(CORPUS) and 3 in index and len(CORPUS) not in index
+    assert index.terms_of(1) == Counter(search_text(CORPUS[1][2]).split())
+    index.add(1, "alice", False, search_text("Keep emails to Acme very short"))
+    index.remove(2)
+    assert len(index) == len(CORPUS) - 1 and 2 not in index and index.terms_of(2) == Counter()
+    assert dict(index._docs) == {r: search_text(t) for r, (_, _, t) in enumerate(CORPUS) if r not in (1, 2)} | {
+        1: search_text("Keep emails to Acme very short")}
+
+
+@pytest.mark.parametrize("make", [build, _loaded, _mapped], ids=["incremental", "loaded", "snapshot"])
 def test_update_owner_change_remove_and_move(make: Callable[[list[tuple[str, bool, str]]], LexicalIndex]) -> None:
     index = make(CORPUS)
     index.add(3, "bob", False, search_text("Bob wants tables, not bullets"))

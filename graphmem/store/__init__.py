@@ -45,7 +45,7 @@ def open_store(
     Two ``kuzu.Database`` objects on one file in one process do not see each other's writes, so
     every Memory on the same file (e.g. one per user) shares a single store, reference-counted;
     release it with :func:`release_store`. The vector storage rule and Kùzu's buffer pool size
-    (``buffer_pool_mb``, 0: Kùzu's default) are the first opener's, as is the mirrors' snapshot
+    (``buffer_pool_mb``, 0: sized from the file) are the first opener's, as is the mirrors' snapshot
     rule (``mirror_snapshot``, ``mirror_snapshot_min_rows``: graphmem/store/snapshot.py).
     """
     vectors: dict[str, Any] = {"vector_storage": vector_storage, "vector_int8_min_rows": vector_int8_min_rows,

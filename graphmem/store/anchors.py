@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -60,11 +61,93 @@ def anchors_of(
     return tuple(dict.fromkeys(out))
 
 
+class AnchorRows(dict[Anchor, set[int]]):
+    """anchor → set of rows. The anchors a snapshot held keep its sorted row array (mapped from
+    the file: no Python int and set slot per link, ~350 MB at 1M learnings) until a write or a
+    caller needs the set; :meth:`size` and :meth:`array_of` read them without building it."""
+
+    def __init__(self, base: dict[Anchor, np.ndarray] | None = None) -> None:
+        super().__init__()
+        self.base: dict[Anchor, np.ndarray] = dict(base or {})
+
+    def _take(self, anchor: Anchor) -> set[int] | None:
+        arr = self.base.pop(anchor, None)
+        if arr is None:
+            return None
+        members = set(arr.tolist())
+        dict.__setitem__(self, anchor, members)
+        return members
+
+    def __missing__(self, anchor: Anchor) -> set[int]:
+        members = self._take(anchor)
+        if members is None:
+            raise KeyError(anchor)
+        return members
+
+    def get(self, anchor: Anchor, default: Any = None) -> Any:  # type: ignore[override]
+        if dict.__contains__(self, anchor):
+            return dict.__getitem__(self, anchor)
+        members = self._take(anchor)
+        return default if members is None else members
+
+    def setdefault(self, anchor: Anchor, default: Any = None) -> Any:  # type: ignore[override]
+        members = self.get(anchor)
+        if members is None:
+            dict.__setitem__(self, anchor, default)
+            return default
+        return members
+
+    def __contains__(self, anchor: object) -> bool:
+        return dict.__contains__(self, anchor) or anchor in self.base
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + len(self.base)
+
+    def keys(self) -> list[Anchor]:  # type: ignore[override]
+        return [*dict.keys(self), *self.base]
+
+    def __iter__(self) -> Iterator[Anchor]:
+        return iter(self.keys())
+
+    def _all(self) -> None:
+        for anchor in list(self.base):
+            self._take(anchor)
+
+    def items(self) -> Any:
+        self._all()
+        return dict.items(self)
+
+    def values(self) -> Any:
+        self._all()
+        return dict.values(self)
+
+    def __eq__(self, other: object) -> bool:
+        self._all()
+        return dict.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def size(self, anchor: Anchor) -> int:
+        """How many rows link ``anchor`` (no set built)."""
+        arr = self.base.get(anchor)
+        return int(arr.size) if arr is not None else len(dict.get(self, anchor, ()))
+
+    def array_of(self, anchor: Anchor) -> np.ndarray:
+        """The rows of ``anchor``, ascending, as an int64 array (no set built)."""
+        arr = self.base.get(anchor)
+        if arr is not None:
+            return arr
+        members = dict.get(self, anchor)
+        out = np.fromiter(members, dtype=np.int64, count=len(members)) if members else np.zeros(0, np.int64)
+        out.sort()
+        return out
+
+
 class AnchorIndex:
     """anchor → rows, row → anchors, and per-owner entity/topic co-occurrence counts."""
 
     def __init__(self) -> None:
-        self.rows: dict[Anchor, set[int]] = {}
+        self.rows = AnchorRows()
         self.of_row: list[tuple[Anchor, ...]] = []
         self.owner: list[str] = []
         self.cooc: dict[str, dict[Anchor, dict[Anchor, int]]] = {}
@@ -149,7 +232,8 @@ class AnchorIndex:
                 if counts is None:
                     pairs[owner] = counts = Counter()
                 counts.update(itertools.permutations(related, 2))
-        self.rows = rows
+        self.rows = AnchorRows()
+        dict.update(self.rows, rows)
         for owner, counts in pairs.items():
             bucket: dict[Anchor, dict[Anchor, int]] = {}
             for (x, y), value in counts.items():
@@ -163,15 +247,13 @@ class AnchorIndex:
         unknown). Sorted, so membership of a few rows is a binary search (:func:`members`)."""
         arr = self._arrays.get(anchor)
         if arr is None:
-            members = self.rows.get(anchor)
-            arr = np.fromiter(members, dtype=np.int64, count=len(members)) if members else np.zeros(0, np.int64)
-            arr.sort()
+            arr = self.rows.array_of(anchor)
             self._arrays[anchor] = arr
         return arr
 
     def degree(self, anchor: Anchor) -> int:
         """How many rows link ``anchor`` (no array built)."""
-        return len(self.rows.get(anchor, ()))
+        return self.rows.size(anchor)
 
     def neighbours(
         self, anchors: Iterable[Anchor], k: int, user: str | None = None
@@ -203,4 +285,4 @@ class AnchorIndex:
 
     def names(self, kind: str) -> list[str]:
         """Every known anchor name of one kind."""
-        return [name for (k, name), rows in self.rows.items() if k == kind and rows]
+        return [name for (k, name) in self.rows if k == kind and self.rows.size((k, name))]

@@ -25,6 +25,7 @@ from typing import Any
 import kuzu
 
 from graphmem.errors import (
+    BufferPoolError,
     DatabaseLockedError,
     EmbedderMismatchError,
     ReadOnlyError,
@@ -36,6 +37,15 @@ from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.fulltext import FulltextIndexes
 from graphmem.store.locks import ReadWriteLock
 from graphmem.store.writer import DeferredWriter, _rollback
+
+POOL_MIN_MB = 1024  # the pool sized from the file (Settings.kuzu_buffer_pool_mb = 0) is at least this
+POOL_FILE_FACTOR = 4  # ... and this many times the file (with its write-ahead log)
+
+
+def is_pool_error(error: BaseException) -> bool:
+    """True when ``error`` is Kùzu saying its buffer pool is full."""
+    text = str(error).lower()
+    return "buffer pool is full" in text or "buffer manager exception" in text
 
 
 def to_db_time(value: datetime | None) -> datetime | None:
@@ -85,7 +95,8 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
         buffer_pool_mb: int = 0,
     ) -> None:
         self.path = None if path is None else Path(path)
-        self.buffer_pool_mb = int(buffer_pool_mb)  # Kùzu's page cache and query memory; 0: Kùzu's default
+        self.buffer_pool_mb = int(buffer_pool_mb)  # Kùzu's page cache and query memory; 0: sized from the file
+        self.buffer_pool_size = 0  # the bytes asked of Kùzu on open (0: its default), see _buffer_pool_bytes
         self.dim = dim
         self.embedder_name = embedder_name
         self.read_only = read_only
@@ -144,6 +155,8 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
                                  buffer_pool_size=self._buffer_pool_bytes())
         except RuntimeError as e:
             msg = str(e)
+            if is_pool_error(e):
+                raise self._pool_error(e, "opening the file") from e
             if "lock" in msg.lower():
                 raise DatabaseLockedError(
                     f"{self.path} is locked by another process (Kùzu: {msg.splitlines()[0]}). "
@@ -154,14 +167,47 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
             raise StoreError(f"could not open {where}: {msg}") from e
 
     def _buffer_pool_bytes(self) -> int:
-        """Kùzu's buffer pool size for this file (0: Kùzu's default). An in-memory database keeps
-        all its data in the pool, so it is never capped. A cap also bounds the catalog load's
-        ranges (each range's result must fit in the pool beside the cached pages)."""
-        if self.path is None or self.buffer_pool_mb <= 0:
+        """Kùzu's buffer pool size for this file (0: Kùzu's default, 80 % of the RAM).
+
+        ``buffer_pool_mb`` > 0: that many MB; the catalog load's ranges then shrink to fit (each
+        range's result must fit in the pool beside the cached pages). 0: sized from the file,
+        ``POOL_FILE_FACTOR`` × its bytes (write-ahead log included), at least ``POOL_MIN_MB``,
+        Kùzu's default when that is smaller: the whole file fits with room for queries and
+        writes, while Kùzu's per-page state (8 bytes per 4 KiB page of the pool, allocated at
+        open) stays small. An in-memory database keeps all its data in the pool: never capped."""
+        if self.path is None:
             return 0
-        row_bytes = 4 * self.dim + 1024  # an embedding and the scalar columns, roughly
-        self.scan_chunk_rows = int(min(16_384, max(256, (self.buffer_pool_mb << 20) // 8 // row_bytes)))
-        return self.buffer_pool_mb << 20
+        if self.buffer_pool_mb > 0:
+            row_bytes = 4 * self.dim + 1024  # an embedding and the scalar columns, roughly
+            self.scan_chunk_rows = int(min(16_384, max(256, (self.buffer_pool_mb << 20) // 8 // row_bytes)))
+            self.buffer_pool_size = self.buffer_pool_mb << 20
+            return self.buffer_pool_size
+        on_disk = 0
+        for p in (self.path, Path(f"{self.path}.wal")):
+            with suppress(OSError):
+                on_disk += p.stat().st_size
+        want = max(POOL_MIN_MB << 20, POOL_FILE_FACTOR * on_disk)
+        want = (want + (1 << 20) - 1) >> 20 << 20
+        try:
+            ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            ram = 0
+        if ram and want >= int(0.8 * ram):
+            return 0
+        self.buffer_pool_size = want
+        return want
+
+    def _pool_error(self, error: BaseException, doing: str) -> BufferPoolError:
+        """A :class:`BufferPoolError` for ``error`` that says what to change."""
+        size = self.buffer_pool_size
+        pool = f"{size >> 20} MB" if size else "Kùzu's default size"
+        how = (f"Settings.kuzu_buffer_pool_mb = {self.buffer_pool_mb}" if self.buffer_pool_mb > 0
+               else "sized from the file (Settings.kuzu_buffer_pool_mb = 0)")
+        return BufferPoolError(
+            f"{doing} needed more memory than Kùzu's buffer pool holds ({pool}, {how}); nothing of it "
+            "was written. Raise Settings.kuzu_buffer_pool_mb (or set it to 0 to size the pool from "
+            f"the file) and open the file again, or write in smaller batches (Kùzu: {error})"
+        )
 
     def _prepare_schema(self) -> int:
         conn = self._conn_main
@@ -218,6 +264,10 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
                     self._drain_deferred()
                     self._drop_fulltext()
                 yield
+            except StoreError as e:
+                if is_pool_error(e) and not isinstance(e, BufferPoolError):
+                    raise self._pool_error(e, "a bulk write") from e
+                raise
             finally:
                 self.generation += 1
             if not self._tx_depth:
@@ -268,10 +318,12 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
             self._after_commit = []
             try:
                 yield
-            except BaseException:
+            except BaseException as e:
                 self._tx_depth = 0
                 self._after_commit = []
                 _rollback(conn)  # Kùzu may already have rolled back after the failing statement
+                if is_pool_error(e) and not isinstance(e, BufferPoolError):
+                    raise self._pool_error(e, "a write") from e
                 raise
             self._tx_depth = 0
             pending, self._after_commit = self._after_commit, []
@@ -283,6 +335,8 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
             except RuntimeError as e:
                 _rollback(conn)
                 self._resync_mirrors()  # the commit may have reached the file: re-read it
+                if is_pool_error(e):
+                    raise self._pool_error(e, "committing a write") from e
                 raise StoreError(f"commit failed: {e}; the in-memory state was re-read from the file") from e
             for fn in pending:
                 fn()

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from graphmem.store.anchors import AnchorRows
 from graphmem.store.embed_queue import embed_queue
 from graphmem.store.vectors import normalise
 
@@ -217,8 +218,9 @@ def _anchors(w: _Writer, index: Any, n: int) -> None:
     for a in index.rows:
         vocab.setdefault(a, len(vocab))
     w.codes("a.owner", list(index.owner[:n]))
-    ids = [vocab[a] for a, rows in index.rows.items() if rows]
-    lists = [np.sort(np.fromiter(rows, dtype=np.int64, count=len(rows))) for rows in index.rows.values() if rows]
+    kept = [a for a in index.rows if index.rows.size(a)]  # (no set built for a mapped anchor)
+    ids = [vocab[a] for a in kept]
+    lists = [index.rows.array_of(a) for a in kept]
     off = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum([len(x) for x in lists], out=off[1:])
     w.array("a.rows_anchor", np.asarray(ids, dtype=np.int32))
@@ -362,6 +364,7 @@ class _Reader:
         self.fingerprint: dict[str, int] = json.loads(pr)
         self.end = moff
         self.buf = pa.py_buffer(self.mm)
+        self._released: set[str] = set()
 
     def _bytes(self, name: str) -> memoryview:
         e = self.entries[name]
@@ -369,9 +372,25 @@ class _Reader:
         if off + nb > self.end:
             raise ValueError(f"{name} lies outside the data")
         view = memoryview(self.mm)[off : off + nb]
-        if name not in _UNCHECKED and zlib.crc32(view) != e["crc"]:
-            raise ValueError(f"{name} checksum")
+        if name not in _UNCHECKED:
+            if zlib.crc32(view) != e["crc"]:
+                raise ValueError(f"{name} checksum")
+            self._release(name, off, nb)
         return view
+
+    def _release(self, name: str, off: int, nb: int) -> None:
+        """Give back the pages the checksum just read (the first time only, before anything could
+        write to them): they stay in the page cache and map again when a query reads them, so
+        the process does not keep the whole snapshot resident after the open (~500 MB at 1M
+        learnings). Only pages wholly inside the entry: a shared edge page may be written."""
+        if name in self._released or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        self._released.add(name)
+        start = -(-off // mmap.PAGESIZE) * mmap.PAGESIZE
+        stop = (off + nb) // mmap.PAGESIZE * mmap.PAGESIZE
+        if stop > start:
+            with suppress(OSError, ValueError):
+                self.mm.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
     def array(self, name: str) -> np.ndarray:
         e = self.entries[name]
@@ -387,6 +406,11 @@ class _Reader:
     def strings(self, name: str) -> list[Any]:
         return list(self.table(name).column(0).to_pylist())
 
+    def string_array(self, name: str) -> pa.Array:
+        """The strings as one Arrow array over the map (no Python string each)."""
+        column = self.table(name).column(0)
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
     def codes(self, name: str) -> list[Any]:
         names = self.strings(name + ".vocab")
         names.append(None)
@@ -396,7 +420,7 @@ class _Reader:
 def _load_lexical(r: _Reader, prefix: str, lex: Any) -> None:
     parts = {key: r.array(f"{prefix}.{key}") for key in ("off", "rows", "tf", "bucket", "dl", "df_off", "df_term", "df_count")}
     meta = r.meta[prefix]
-    lex.load_snapshot_arrays(dict(parts, terms=r.strings(prefix + ".terms"), texts=r.strings(prefix + ".texts"),
+    lex.load_snapshot_arrays(dict(parts, terms=r.strings(prefix + ".terms"), texts=r.string_array(prefix + ".texts"),
                                   users=r.strings(prefix + ".users"), n=meta["n"], len=meta["len"]))
 
 
@@ -410,7 +434,7 @@ def _load_anchors(r: _Reader, index: Any) -> None:
     index.of_row = [sets[s] for s in r.array("a.set_of_row").tolist()]
     index.owner = r.codes("a.owner")
     rows_anchor, rows_off, rows = r.array("a.rows_anchor").tolist(), r.array("a.rows_off").tolist(), r.array("a.rows")
-    index.rows = {vocab[a]: set(rows[rows_off[i] : rows_off[i + 1]].tolist()) for i, a in enumerate(rows_anchor)}
+    index.rows = AnchorRows({vocab[a]: rows[rows_off[i] : rows_off[i + 1]] for i, a in enumerate(rows_anchor)})
     index._arrays = {}
     owners = r.strings("a.cooc_owners")
     cooc = r.array("a.cooc")
