@@ -8,7 +8,7 @@ import graphmem
 from graphmem import InvalidInputError, Memory
 
 PUBLIC = [
-    "Application", "AssembledContext", "AsyncClient", "Client", "CypherError", "DatabaseLockedError", "Embedder", "EmbedderError",
+    "Application", "AssembledContext", "AsyncClient", "BufferPoolError", "Client", "CypherError", "DatabaseLockedError", "Embedder", "EmbedderError",
     "EmbedderMismatchError", "Entity", "Event", "GraphmemError", "HashEmbedder", "Hit", "InvalidInputError",
     "LLMError", "LLMValidationError", "Learning", "Memory", "NotFoundError", "Objective", "PermissionDeniedError",
     "ReadOnlyError",
