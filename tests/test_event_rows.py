@@ -132,3 +132,39 @@ def test_another_users_write_does_not_mix_in(make_memory: Callable[..., Memory])
     assert other.id not in _hits(alice, "the lake is frozen", k=50)
     assert other.id not in (alice.store.event_layout("alice").event_rows or {})
     assert _hits(bob, "the lake is frozen")[other.id] == alice.store.get_event(other.id)
+
+
+def test_threads_searching_one_user_share_the_kept_rows_safely(make_memory: Callable[..., Memory]) -> None:
+    """Many threads search one user whose rows are fewer than its events (the rows are taken,
+    read and trimmed on every search) while another thread writes: no error, no hang, and every
+    hit equals the file."""
+    import threading
+
+    mem = make_memory(settings=Settings(search_event_rows_max=8))
+    _talk(mem, 60)
+    errors: list[BaseException] = []
+    queries = ["the lake", "violin number 7", "turn 12", "what about the violin?", "lake and violin 41"]
+
+    def search(offset: int) -> None:
+        try:
+            for j in range(40):
+                _assert_as_in_file(mem, _hits(mem, queries[(offset + j) % len(queries)]))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def write() -> None:
+        try:
+            for j in range(20):
+                mem.record_event("message", f"Dana mentioned the lake again, time {j}", role="Dana", session_id="s9")
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=search, args=(i,), daemon=True) for i in range(4)]
+    threads.append(threading.Thread(target=write, daemon=True))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)  # the watchdog: a hang fails the test instead of stalling the run
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert not errors, errors[:3]
+    assert len(mem.store.event_layout("alice").event_rows or {}) <= 8 + 20

@@ -510,13 +510,15 @@ class SearchStore(KuzuBase):
                     layout.event_rows = {str(r["id"]): r for r in every}
                 rows = layout.event_rows
         wanted = list(dict.fromkeys(ids))
-        found = {i: rows.pop(i) for i in wanted if i in rows}  # (put back last: the latest used)
+        with self._layout_lock():  # searches of one user share the rows: change them one at a time
+            found = {i: rows.pop(i) for i in wanted if i in rows}  # (put back last: the latest used)
         missing = [i for i in wanted if i not in found]
         if missing:
             found.update(self._event_rows(missing))
-        rows.update(found)
-        for old in list(itertools.islice(rows, max(0, len(rows) - keep))):  # the least recently used
-            rows.pop(old, None)
+        with self._layout_lock():
+            rows.update(found)
+            for old in list(itertools.islice(rows, max(0, len(rows) - keep))):  # the least recently used
+                rows.pop(old, None)
         return {i: event_from_row(found[i]) for i in wanted if i in found}
 
     def _event_rows(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
