@@ -61,3 +61,18 @@ def test_event_search_ranks_alike_on_int8_rows(make_memory: Callable[..., Memory
     after = [[h.id for h in mem.search(q, over="events", k=10)] for q in questions]
     overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(before, after)])
     assert overlap >= 0.9, overlap
+
+
+def test_int8_dots_are_the_exact_integer_products() -> None:
+    from graphmem.store.vector_math import DOT_CHUNK, int8_dots
+
+    rng = np.random.default_rng(3)
+    codes = rng.integers(-127, 128, (DOT_CHUNK + 500, 384), dtype=np.int8)
+    codes[0] = 127  # the largest products: far from overflowing int32
+    q = rng.integers(-127, 128, (2, 384), dtype=np.int8)
+    q[0] = 127
+    want = codes.astype(np.int64) @ q.T.astype(np.int64)
+    assert np.array_equal(int8_dots(codes, q), want)
+    rows = np.concatenate([rng.integers(0, codes.shape[0], DOT_CHUNK + 7), [0, 0]])  # chunked, repeats
+    assert np.array_equal(int8_dots(codes, q, rows), want[rows])
+    assert np.array_equal(int8_dots(codes, q[:1], rows[:5]), want[rows[:5], :1])

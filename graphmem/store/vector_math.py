@@ -63,3 +63,29 @@ def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scale[scale == 0] = 1.0
     codes = np.rint(v / scale[:, None]).astype(np.int8)
     return codes, scale.astype(np.float32)
+
+
+DOT_CHUNK = 16_384  # int8 rows gathered and multiplied at a time by int8_dots
+
+
+def int8_dots(codes: np.ndarray, q_codes: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """``(n, k)`` int32 dot products of int8 rows with ``k`` int8 query codes: every row of
+    ``codes`` (a view, no copy) or the rows ``rows`` only (aligned with them, gathered a chunk
+    at a time so the copy stays in cache).
+
+    Exact: a product of two int8 codes is at most 127² and a row of 384 of them sums far
+    below 2³¹, so any order of summation gives the same integers (the scale factors are
+    applied by the caller). numpy's ``einsum`` on one thread; measured on 2 busy cores it ran in
+    about half the CPU time of ``torch._int_mm`` for the one or two query columns of a search
+    (100k rows: ~40 vs ~88 ms; 24k gathered rows: ~13 vs ~24 ms)."""
+    q = np.ascontiguousarray(q_codes, dtype=np.int8)
+    if rows is None:
+        return np.einsum("ij,kj->ik", codes, q, dtype=np.int32)  # type: ignore[no-any-return]
+    idx = np.asarray(rows, dtype=np.int64)
+    if idx.size <= DOT_CHUNK:
+        return np.einsum("ij,kj->ik", codes[idx], q, dtype=np.int32)  # type: ignore[no-any-return]
+    out = np.empty((idx.size, q.shape[0]), dtype=np.int32)
+    for start in range(0, idx.size, DOT_CHUNK):
+        part = idx[start : start + DOT_CHUNK]
+        out[start : start + part.size] = np.einsum("ij,kj->ik", codes[part], q, dtype=np.int32)
+    return out

@@ -30,7 +30,7 @@ import numpy as np
 from graphmem.store import binary_scan
 from graphmem.store.vector_ann import AnnRows
 from graphmem.store.vector_math import CHUNK as _CHUNK
-from graphmem.store.vector_math import _torch, normalise, quantise, unit_rows
+from graphmem.store.vector_math import _torch, int8_dots, normalise, quantise, unit_rows
 
 __all__ = ["STORAGES", "LazyCosine", "ScanMatrix", "_torch", "normalise", "quantise", "scan_cosines", "unit_rows"]
 
@@ -44,18 +44,19 @@ def scan_cosines(matrix: ScanMatrix, units: np.ndarray, rows: np.ndarray | None 
     variant together).
 
     float32 rows: one matrix-matrix product on torch's pool (numpy's when torch is missing).
-    int8 rows: the ``k`` vectors are quantised as :meth:`ScanMatrix.cosine` quantises one, and
-    multiplied with ``torch._int_mm`` in one call (an int8 scan is memory-bound: two columns
-    cost what one costs), then rescaled by each row's and each vector's scale."""
+    int8 rows: the ``k`` vectors are quantised as :meth:`ScanMatrix.cosine` quantises one, the
+    exact integer dot products taken in one pass over the rows
+    (:func:`graphmem.store.vector_math.int8_dots`), then rescaled by each row's and each vector's
+    scale."""
     u = np.ascontiguousarray(np.asarray(units, dtype=np.float32).reshape(-1, matrix.dim))
     k = u.shape[0]
     n = len(matrix)
     idx = None if rows is None else np.asarray(rows, dtype=np.int64)
     if n == 0 or k == 0 or (idx is not None and idx.size == 0):
         return np.zeros((0 if idx is None else idx.size, k), dtype=np.float32)
-    target = matrix._m[:n] if idx is None else matrix._m[idx]
     torch = _torch()
     if not matrix.quantised:
+        target = matrix._m[:n] if idx is None else matrix._m[idx]
         uu = u if k > 1 else np.vstack([u, np.zeros_like(u)])  # one kernel whatever k (see VectorMatrix.cosines)
         if torch is None:
             return np.asarray(target @ uu.T, dtype=np.float32)[:, :k]
@@ -63,15 +64,7 @@ def scan_cosines(matrix: ScanMatrix, units: np.ndarray, rows: np.ndarray | None 
         return out[:, :k]  # type: ignore[no-any-return]
     codes, q_scale = quantise(unit_rows(u))
     scale = matrix._scale[:n] if idx is None else matrix._scale[idx]
-    dots: np.ndarray | None = None
-    if torch is not None and hasattr(torch, "_int_mm"):
-        try:
-            dots = torch._int_mm(torch.from_numpy(np.ascontiguousarray(target)),
-                                 torch.from_numpy(np.ascontiguousarray(codes.T))).numpy()
-        except RuntimeError:
-            dots = None
-    if dots is None:
-        dots = target.astype(np.int32) @ codes.T.astype(np.int32)
+    dots = int8_dots(matrix._m[:n], codes, idx)
     out = dots.astype(np.float32)
     out *= scale[:, None]
     out *= q_scale[None, :]
