@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -178,13 +178,17 @@ def date_match(query: str, layout: EventLayout) -> np.ndarray:
     return out
 
 
-def diverse_top(final: np.ndarray, session: list[str], k: int, decay: float) -> np.ndarray:
+def diverse_top(
+    final: np.ndarray, session: list[str], k: int, decay: float, tops: Callable[[int], np.ndarray] | None = None
+) -> np.ndarray:
     """The ``k`` best positions, where each further hit from a session already in the list
     counts ``decay`` times less (1.0: plain top k). Answers spread over sessions (multi-hop
-    questions) then reach the list instead of more turns around one strong hit."""
+    questions) then reach the list instead of more turns around one strong hit. ``tops(k)``:
+    :func:`top_k` of ``final`` (a caller that keeps the best positions aside)."""
+    top = tops if tops is not None else (lambda m: top_k(final, m))
     if decay >= 1.0 or k <= 0:
-        return top_k(final, k)
-    pool = top_k(final, 4 * k)
+        return top(k) if k > 0 else top_k(final, k)
+    pool = top(4 * k)
     seen: dict[str, int] = {}
     chosen: list[int] = []
     left = [int(p) for p in pool]
@@ -318,18 +322,26 @@ def top_k(values: np.ndarray, k: int) -> np.ndarray:
     order) without sorting every value: a bound on the k-th best (from the maxima of blocks of
     values on long arrays, one pass without a copy; else a partition), then only the values at
     least as good are sorted."""
-    n = values.shape[0]
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
-    if 4 * k >= n:
+    if 4 * k >= values.shape[0]:
         return np.argsort(-values, kind="stable")[:k]
+    cand, _ = top_candidates(values, k)
+    return cand[np.argsort(-values[cand], kind="stable")][:k]  # type: ignore[no-any-return]
+
+
+def top_candidates(values: np.ndarray, k: int) -> tuple[np.ndarray, float]:
+    """``(positions, floor)``: every position whose value is at least ``floor``, ascending,
+    where ``floor`` is at most the ``k``-th best value (so the ``k`` best are among them; every
+    position when ``4 k`` reaches the length, with ``floor`` -inf). See :func:`top_k`."""
+    n = values.shape[0]
+    if k <= 0 or 4 * k >= n:
+        return np.arange(n), -math.inf
     if n >= _BLOCKED_TOP_MIN and k * _TOP_BLOCK * 8 <= n:
         floor = _kth_block_max(values, k)  # at most the k-th best value: one pass, no copy
-        cand = np.flatnonzero(values >= floor)
-    else:
-        kth = np.partition(-values, k - 1)[k - 1]  # minus the k-th best value
-        cand = np.flatnonzero(-values <= kth)  # every value at least as good, in position order
-    return cand[np.argsort(-values[cand], kind="stable")][:k]  # type: ignore[no-any-return]
+        return np.flatnonzero(values >= floor), floor
+    kth = np.partition(-values, k - 1)[k - 1]  # minus the k-th best value
+    return np.flatnonzero(-values <= kth), -float(kth)  # every value at least as good, in position order
 
 
 _BLOCKED_TOP_MIN = 65_536  # from this many values on, top_k bounds the k-th best by block maxima

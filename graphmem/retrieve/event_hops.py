@@ -21,19 +21,13 @@ The work per query is bounded by seeds x 2 x reach lookups in the layout's neigh
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from graphmem.config import Settings
+from graphmem.retrieve.event_arrays import top_k
 from graphmem.store.search import EventLayout
-
-
-def _top(values: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` largest values, best first (ties: lower position first)."""
-    k = min(k, values.shape[0])
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    part = np.argpartition(-values, k - 1)[:k] if k < values.shape[0] else np.arange(values.shape[0])
-    return part[np.lexsort((part, -values[part]))]  # type: ignore[no-any-return]
 
 
 def same_speaker_turns(layout: EventLayout, position: int, reach: int) -> list[int]:
@@ -55,21 +49,33 @@ def same_speaker_turns(layout: EventLayout, position: int, reach: int) -> list[i
     return out
 
 
-def continuation(final: np.ndarray, layout: EventLayout, settings: Settings) -> np.ndarray:
-    """Per event, the best share of the top score among the best ``search_continuation_seeds``
-    hits whose same-speaker neighbour it is (see the module docstring); zeros when the weight
-    or the seed count is 0. A hit does not lift itself, but two hits may lift each other."""
-    n = final.shape[0]
-    out = np.zeros(n)
+def continuation_shares(
+    final: np.ndarray, layout: EventLayout, settings: Settings, best: Callable[[int], np.ndarray] | None = None
+) -> dict[int, float]:
+    """Position -> the best share of the top score among the best ``search_continuation_seeds``
+    hits whose same-speaker neighbour it is (see the module docstring), for the positions with a
+    share above 0; empty when the weight or the seed count is 0. A hit does not lift itself,
+    but two hits may lift each other. ``best(k)``: the ``k`` best positions of ``final``, ties
+    in position order (default :func:`graphmem.retrieve.event_arrays.top_k`)."""
+    out: dict[int, float] = {}
     s = settings
-    if s.search_weight_continuation <= 0 or s.search_continuation_seeds <= 0 or n < 2:
+    if s.search_weight_continuation <= 0 or s.search_continuation_seeds <= 0 or final.shape[0] < 2:
         return out
-    top = float(final.max())
+    seeds = best(s.search_continuation_seeds) if best is not None else top_k(final, s.search_continuation_seeds)
+    top = float(final[seeds[0]])  # the largest score
     if top <= 0:
         return out
-    for seed in _top(final, s.search_continuation_seeds):
+    for seed in seeds:
         share = max(float(final[seed]) / top, 0.0)
         for p in same_speaker_turns(layout, int(seed), s.search_continuation_reach):
-            if share > out[p]:
+            if share > out.get(p, 0.0):
                 out[p] = share
+    return out
+
+
+def continuation(final: np.ndarray, layout: EventLayout, settings: Settings) -> np.ndarray:
+    """:func:`continuation_shares` as an array over every position (zeros elsewhere)."""
+    out = np.zeros(final.shape[0])
+    for p, share in continuation_shares(final, layout, settings).items():
+        out[p] = share
     return out

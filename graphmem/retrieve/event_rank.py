@@ -138,14 +138,16 @@ def wait_for_sums(store: Any, user: str, timeout: float) -> bool:
 
 
 def pruned_feedback(
-    store: Any, vectors: Any, layout: Any, unit: np.ndarray, seeds: np.ndarray, final: np.ndarray, weight: float, keep: int
+    store: Any, vectors: Any, layout: Any, unit: np.ndarray, seeds: np.ndarray, final: np.ndarray, weight: float,
+    keep: int, ranked: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]] | None:
     """``(z, candidates, exact_at)``: the clipped z-scored cosine / 4 of every event to ``unit`` (mean and
     spread over the events other than ``seeds``), exact for the events that can still reach
     the ``keep`` best of ``final`` once ``weight`` x it is added, 0 for the others; None when
     the plain scan is the way (float32 mirror, few events, sums incomplete, too many candidates).
     ``exact_at(positions)`` gives the exact value at any positions (for a later signal that lifts
-    events outside the candidates).
+    events outside the candidates). ``ranked``: ``final`` with its best positions kept aside
+    (:class:`graphmem.retrieve.event_score.Ranked`), else every value is looked at.
     """
     n = final.shape[0]
     if not vectors.quantised or n < max(PRUNE_MIN_EVENTS, 2) or weight <= 0 or keep <= 0 or keep >= n:
@@ -168,8 +170,9 @@ def pruned_feedback(
         return None
     std = math.sqrt(var)
     bound = max(0.0, (stats.peak * float(np.linalg.norm(q)) * (1 + 1e-6) + 1e-6 - mean) / std) / 4.0
-    kth = float(final[top_k(final, keep)[-1]])  # the keep-th best score before feedback
-    cand = np.flatnonzero(final >= kth - weight * bound - 1e-9)
+    kth = float(final[(ranked.top(keep) if ranked is not None else top_k(final, keep))[-1]])  # before feedback
+    floor = kth - weight * bound - 1e-9
+    cand = ranked.at_least(floor) if ranked is not None else np.flatnonzero(final >= floor)
     if cand.size > _MAX_CANDIDATES * n:
         return None
     def exact_at(positions: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ million). Neither part needs it:
   query, ``sum_e x_e . q = S . q`` and ``sum_e (x_e . q)^2 = q' M q``;
 - the events that can carry the signal into the top hits are the ones nearest the query: a
   sign-bit first pass (the Hamming distance of the rows' sign bits to the blended query's,
-  :meth:`graphmem.store.vectors.ScanMatrix.binary_top`) keeps the
+  :meth:`graphmem.store.vectors.ScanMatrix.binary_rows`) keeps the
   ``search_shortlist_candidates`` nearest, the events the other signals name (BM25, linked or
   named entities, the tool) are added, and those are scanned exactly (the same int8
   arithmetic as the full scan: the same cosines, bit for bit).
@@ -41,13 +41,13 @@ OUTSIDE = -1.0  # the cosine given to the events left out of the exact scan (bel
 def shortlist_cosines(
     store: Any, layout: EventLayout, unit: np.ndarray, blend: float, named: np.ndarray, lexical: np.ndarray,
     settings: Settings,
-) -> tuple[np.ndarray, tuple[float, float]] | None:
-    """``(sims, (mean, std))``: the ``(n, k)`` cosines of the layout's events to the ``k`` unit
+) -> tuple[np.ndarray, tuple[float, float], np.ndarray] | None:
+    """``(sims, (mean, std), scanned)``: the ``(n, k)`` cosines of the layout's events to the ``k`` unit
     vectors ``unit`` (the question, and its variant without names when ``k`` is 2), exact at the
     shortlist, at the positions ``named`` and ``lexical`` (the BM25 hits) and at the session
     neighbours of the shortlist and the BM25 hits, :data:`OUTSIDE` elsewhere; and the mean and
     standard deviation over every event of the blended cosine (``(1 - blend)`` x the first plus
-    ``blend`` x the second when ``k`` is 2). None when the full scan is the way (a float32 mirror,
+    ``blend`` x the second when ``k`` is 2); and the positions scanned (ascending). None when the full scan is the way (a float32 mirror,
     fewer events than ``search_shortlist_min_events``, kept sums still growing, the rank fusion
     ``search_fusion="rrf"``, which ranks every event's cosine)."""
     vectors = store.event_catalog.vectors
@@ -70,8 +70,8 @@ def shortlist_cosines(
         return None
     rows = layout.rows
     whole = rows.size == len(vectors)  # the user's rows are the whole mirror, in order
-    found, _ = vectors.binary_top(qb.astype(np.float32), count, rows=None if whole else rows,
-                                  key=None if whole else ("event_shortlist", id(layout)))
+    found = vectors.binary_rows(qb.astype(np.float32), count, rows=None if whole else rows,
+                                key=None if whole else ("event_shortlist", id(layout)))
     near = found if whole else row_position_array(layout)[found]
     near = np.concatenate([near[near >= 0], lexical])
     # their session neighbours too: an event's score takes a share of its neighbours' (and the
@@ -87,4 +87,4 @@ def shortlist_cosines(
     cand = np.flatnonzero(keep)
     sims = np.full((n, unit.shape[0]), OUTSIDE, dtype=np.float64, order="F")
     sims[cand] = scan_cosines(vectors, unit, rows[cand])
-    return sims, (mean, math.sqrt(var))
+    return sims, (mean, math.sqrt(var)), cand

@@ -88,8 +88,9 @@ from graphmem.retrieve.event_arrays import (
     turn_priors,
     user_cosines,
 )
-from graphmem.retrieve.event_hops import continuation
+from graphmem.retrieve.event_hops import continuation_shares
 from graphmem.retrieve.event_rank import pruned_feedback, weighted_sum
+from graphmem.retrieve.event_score import Ranked, sparse_score
 from graphmem.retrieve.event_shortlist import shortlist_cosines
 from graphmem.store.search import EventLayout
 
@@ -129,6 +130,7 @@ class _Signals:
     length: np.ndarray | None = None  # z-scored log text length of each event (turn prior)
     asks: np.ndarray | None = None  # 1 where the event's text asks a question (turn prior)
     dense_stats: tuple[float, float] | None = None  # mean, std of the blended cosine when not every event was scanned
+    scanned: np.ndarray | None = None  # the positions whose cosines were scanned then (the others: OUTSIDE)
 
 
 def _nonzero(arrays: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -211,7 +213,7 @@ class EventSearch:
             if p is not None:
                 bm25[p] = score
         named = (entity, mention, tool_hit, bm25)  # events the other signals name (event_shortlist.py)
-        dense, stripped, session_sim, qvec, dense_stats = self._dense(
+        dense, stripped, session_sim, qvec, dense_stats, scanned = self._dense(
             query, strip_names(query, [index.names.get(k, k) for k in wanted]), layout, named)
         temporal = time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
         priors = s.search_weight_length > 0 or s.search_weight_question_turn > 0
@@ -219,7 +221,7 @@ class EventSearch:
         return _Signals(dense, bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
                         mention, date_match(query, layout), stripped=stripped, session_sim=session_sim,
                         query_terms=tuple(catalog.lexical.query_terms(query)), address=address,
-                        qvec=qvec, length=length, asks=asks, dense_stats=dense_stats)
+                        qvec=qvec, length=length, asks=asks, dense_stats=dense_stats, scanned=scanned)
 
     def rank(
         self, sig: _Signals, layout: EventLayout, index: EntityIndex, wanted: list[str], k: int
@@ -227,29 +229,44 @@ class EventSearch:
         """The ``k`` best layout positions under the current settings, the final scores and
         their parts (fusion, bonuses, neighbours, second hop)."""
         s = self.settings
-        final, parts = self._score(sig, layout.neighbour_index(s.search_neighbour_window))
-        hop, via = self._second_hop(final, index, wanted, layout)
-        final = final + s.search_weight_hop * hop + s.search_weight_feedback * self._feedback(final, layout)
+        final, parts = self._score(sig, layout.neighbour_index(s.search_neighbour_window), layout)
+        keep = k if s.search_session_decay >= 1.0 else 4 * k
+        # each addition below is nonnegative and lands on few events: the best positions are
+        # kept aside for the seeds and the top (graphmem/retrieve/event_score.py)
+        ranked = Ranked(final, max(keep, s.search_hop_seeds, s.search_prf_docs, s.search_rocchio_docs,
+                                   s.search_continuation_seeds, 1))
+        hop, via = self._second_hop(final, index, wanted, layout, ranked.top)
+        if s.search_weight_feedback > 0:
+            ranked.replace(ranked.values + s.search_weight_hop * hop + s.search_weight_feedback
+                           * self._feedback(ranked.values, layout))
+        else:
+            at = np.fromiter(via, dtype=np.int64, count=len(via))  # the positions the hop lifted
+            ranked.add(at, s.search_weight_hop * hop[at])
         parts["hop"], sig.hop_via = hop, via
-        prf = self._prf(final, sig, layout)
-        final = final + s.search_weight_prf * prf
+        prf, at = self._prf(ranked.values, sig, layout, ranked.top)
+        ranked.add(at, s.search_weight_prf * prf[at])
         parts["prf"] = prf
-        fb, fill = self._rocchio(final, sig, layout, k if s.search_session_decay >= 1.0 else 4 * k)
-        final = final + s.search_weight_rocchio * fb
+        fb, fill, fb_at = self._rocchio(ranked.values, sig, layout, keep, ranked)
+        if fb_at is None:
+            ranked.replace(ranked.values + s.search_weight_rocchio * fb)
+        else:
+            ranked.add(fb_at, s.search_weight_rocchio * fb[fb_at])
         parts["rocchio"] = fb
-        cont = continuation(final, layout, s)  # graphmem/retrieve/event_hops.py
+        shares = continuation_shares(ranked.values, layout, s, ranked.top)  # graphmem/retrieve/event_hops.py
+        lifted = np.fromiter(shares, dtype=np.int64, count=len(shares))
+        cont = np.zeros(len(layout))
+        cont[lifted] = np.fromiter(shares.values(), dtype=np.float64, count=len(shares))
         if fill is not None:  # pruned feedback: the turns continuation lifts get theirs exactly
-            lifted = np.flatnonzero(cont)
             exact = fill(lifted)
-            final[lifted] += s.search_weight_rocchio * (exact - fb[lifted])
+            ranked.add(lifted, s.search_weight_rocchio * (exact - fb[lifted]))
             fb[lifted] = exact
         parts["continuation"] = cont
-        final = final + s.search_weight_continuation * cont
-        return diverse_top(final, layout.session, k, s.search_session_decay), final, parts
+        ranked.add(lifted, s.search_weight_continuation * cont[lifted])
+        return diverse_top(ranked.values, layout.session, k, s.search_session_decay, ranked.top), ranked.values, parts
 
     def _rocchio(
-        self, final: np.ndarray, sig: _Signals, layout: EventLayout, keep: int = 0
-    ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray] | None]:
+        self, final: np.ndarray, sig: _Signals, layout: EventLayout, keep: int = 0, ranked: Ranked | None = None
+    ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray] | None, np.ndarray | None]:
         """Pseudo-relevance feedback in embedding space (Rocchio): the query vector (without its
         anchored names) plus the score-weighted mean vector of the best ``search_rocchio_docs``
         hits; every event gets its cosine to that vector, z-scored and clipped at 0 like the
@@ -258,45 +275,56 @@ class EventSearch:
         drawn from a speaker's turns stays on that speaker's turns. Zeros when
         ``search_weight_rocchio`` is 0. With ``keep`` > 0 on a large int8 mirror, only the events
         that can still reach the ``keep`` best get it (:mod:`graphmem.retrieve.event_rank`); the
-        second value then gives the exact feedback of any positions (None: every event has it)."""
+        second value then gives the exact feedback of any positions (None: every event has it),
+        the third the positions that got it (None: every event may have). ``ranked``: ``final``
+        with its best positions kept (:class:`graphmem.retrieve.event_score.Ranked`)."""
         s = self.settings
         n = final.shape[0]
+        none = np.zeros(0, dtype=np.int64)
         if s.search_weight_rocchio <= 0 or s.search_rocchio_docs <= 0 or sig.qvec is None or n < 2:
-            return np.zeros(n), None
-        seeds = top_k(final, s.search_rocchio_docs)
+            return np.zeros(n), None, none
+        seeds = ranked.top(s.search_rocchio_docs) if ranked is not None else top_k(final, s.search_rocchio_docs)
         top = float(final[seeds[0]])
         if top <= 0:
-            return np.zeros(n), None
+            return np.zeros(n), None, none
         vectors = self.store.event_catalog.vectors
         share = np.clip(final[seeds] / top, 0.0, None).astype(np.float32)
         centroid = (vectors.vectors_of(layout.rows[seeds]) * share[:, None]).sum(axis=0)
         vec = sig.qvec + centroid / (float(np.linalg.norm(centroid)) or 1.0)
-        others = np.ones(n, dtype=bool)
-        others[seeds] = False  # the statistics leave out the hits the vector came from
         unit = (vec / (float(np.linalg.norm(vec)) or 1.0)).astype(np.float32)
-        pruned = pruned_feedback(self.store, vectors, layout, unit[None, :], seeds, final, s.search_weight_rocchio, keep)
-        fill: Callable[[np.ndarray], np.ndarray] | None = None
-        if pruned is not None:
-            out, _cand, exact_at = pruned
-        else:
-            out = pool_z(user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
+        pruned = pruned_feedback(self.store, vectors, layout, unit[None, :], seeds, final, s.search_weight_rocchio, keep,
+                                 ranked)
         pool = _anchor_pool(sig)
-        factor = np.ones(n) if pool is None else np.where(pool, 1.0, 1.0 - float(pool[seeds].mean()))
-        if pruned is not None:
-            def fill(positions: np.ndarray) -> np.ndarray:
-                return exact_at(positions) * factor[positions]  # type: ignore[no-any-return]
-        return out * factor, fill
+        lower = 1.0 if pool is None else 1.0 - float(pool[seeds].mean())  # the factor off the anchor's events
+
+        def factor(positions: np.ndarray) -> np.ndarray:
+            return np.ones(positions.size) if pool is None else np.where(pool[positions], 1.0, lower)
+
+        if pruned is None:
+            others = np.ones(n, dtype=bool)
+            others[seeds] = False  # the statistics leave out the hits the vector came from
+            out = pool_z(user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
+            return out * (np.ones(n) if pool is None else np.where(pool, 1.0, lower)), None, None
+        _out, cand, exact_at = pruned
+        fb = np.zeros(n)
+        fb[cand] = _out[cand] * factor(cand)  # 0 x the factor elsewhere
+
+        def fill(positions: np.ndarray) -> np.ndarray:
+            return exact_at(positions) * factor(positions)  # type: ignore[no-any-return]
+
+        return fb, fill, cand
 
     def _dense(
         self, query: str, stripped: str, layout: EventLayout, named: tuple[np.ndarray, ...] = (),
-    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray, tuple[float, float] | None]:
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray, tuple[float, float] | None,
+               np.ndarray | None]:
         """Cosine of every event to the query, and (when ``search_weight_stripped`` > 0 and the
         query names anchored entities) to the query without those names: the graph signals
         already cover the names, the rest is what the question asks about. The last value is the
         unit vector of what is asked (the query without the names when that was embedded); the
         last the mean and spread of the blended cosine when only a shortlist was scanned (large
         int8 mirrors, :mod:`graphmem.retrieve.event_shortlist`; ``named``: arrays whose nonzero
-        events are scanned too), else None."""
+        events are scanned too), else None; then the positions scanned (None: every event)."""
         a = self.settings.search_weight_stripped
         texts = [query, stripped] if a > 0 and stripped and stripped != query else [query]
         # one forward pass for the question and its stripped variant on the query threads (the
@@ -312,17 +340,24 @@ class EventSearch:
         if named:  # (entity, mention, tool, bm25)
             short = shortlist_cosines(self.store, layout, unit, blend, _nonzero(named[:3]), np.flatnonzero(named[3]),
                                       self.settings)
-        sims, stats = short if short is not None else (user_cosines(vectors, layout.rows, unit), None)
+        sims, stats, scanned = short if short is not None else (user_cosines(vectors, layout.rows, unit), None, None)
         session_sim = None
         if self.settings.search_weight_session > 0:
             centroids, member = session_centroids(layout, self.store.event_catalog.vectors)
             session_sim = np.where(member >= 0, (centroids @ unit[0]).astype(np.float64)[np.maximum(member, 0)], 0.0)
-        return sims[:, 0], (sims[:, 1] if sims.shape[1] > 1 else None), session_sim, unit[-1], stats
+        return sims[:, 0], (sims[:, 1] if sims.shape[1] > 1 else None), session_sim, unit[-1], stats, scanned
 
     # --- scoring ----------------------------------------------------------------------------
-    def _score(self, sig: _Signals, neighbours: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Fused base score scaled to [0, 1] plus bonuses; returns (final, parts)."""
+    def _score(
+        self, sig: _Signals, neighbours: np.ndarray, layout: EventLayout | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Fused base score scaled to [0, 1] plus bonuses; returns (final, parts). After a
+        shortlist scan, from the events other than the time flag and turn priors name only
+        (the same values: :mod:`graphmem.retrieve.event_score`)."""
         s = self.settings
+        sparse = sparse_score(sig, neighbours, layout, s) if layout is not None else None
+        if sparse is not None:
+            return sparse
         n = sig.dense.shape[0]
         cand = s.search_candidates
         dense = sig.dense
@@ -405,24 +440,26 @@ class EventSearch:
         return entity, mention, names, address
 
     def _second_hop(
-        self, final: np.ndarray, index: EntityIndex, wanted: list[str], layout: EventLayout
+        self, final: np.ndarray, index: EntityIndex, wanted: list[str], layout: EventLayout,
+        best: Callable[[int], np.ndarray] | None = None,
     ) -> tuple[np.ndarray, dict[int, str]]:
         """Follow the entities of the best ``search_hop_seeds`` hits to the other events that
         name them (entities named by more than ``search_hop_max_events`` events are not
         followed; the query's own entities neither): each such event gets the best of seed
         share (seed score / top score) x the entity's idf share. Fan-out is bounded by
-        seeds x entities per event x ``search_hop_max_events``."""
+        seeds x entities per event x ``search_hop_max_events``. ``best(k)``: the ``k`` best
+        positions of ``final`` (default :func:`top_k`)."""
         s = self.settings
         n = final.shape[0]
         hop = np.zeros(n)
         via: dict[int, str] = {}
         if s.search_weight_hop <= 0 or s.search_hop_seeds <= 0 or n < 2:
             return hop, via
-        top = float(final.max())
+        seeds = best(s.search_hop_seeds) if best is not None else top_k(final, s.search_hop_seeds)
+        top = float(final[seeds[0]])  # the largest score
         if top <= 0:
             return hop, via
         skip = set(wanted)
-        seeds = top_k(final, s.search_hop_seeds)
         norm = math.log(n + 1)
         for seed in seeds:
             share = float(final[seed]) / top
@@ -453,23 +490,29 @@ class EventSearch:
         std = float(best.std()) or 1.0
         return np.clip((best - float(best.mean())) / std, 0.0, None) / 4.0  # type: ignore[no-any-return]
 
-    def _prf(self, final: np.ndarray, sig: _Signals, layout: EventLayout) -> np.ndarray:
+    def _prf(
+        self, final: np.ndarray, sig: _Signals, layout: EventLayout, best: Callable[[int], np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Pseudo-relevance feedback through shared words: the content words of the best
         ``search_prf_docs`` hits that the query lacks (named by 2 to ``search_hop_max_events``
         events; weighted by the hit's share of the top score x idf), the best
         ``search_prf_terms`` of them as a second BM25 query, max-normalised. With
         ``search_prf_anchored`` and a query entity linked to events (a speaker), only those
-        events get it. Zeros when ``search_weight_prf`` is 0."""
+        events get it. Zeros when ``search_weight_prf`` is 0. Also the positions where it may be
+        nonzero. ``best(k)``: the ``k`` best positions of ``final`` (default :func:`top_k`)."""
         s = self.settings
         n = final.shape[0]
         out = np.zeros(n)
-        top = float(final.max()) if n else 0.0
-        if s.search_weight_prf <= 0 or s.search_prf_docs <= 0 or s.search_prf_terms <= 0 or n < 2 or top <= 0:
-            return out
+        none = np.zeros(0, dtype=np.int64)
+        if s.search_weight_prf <= 0 or s.search_prf_docs <= 0 or s.search_prf_terms <= 0 or n < 2:
+            return out, none
+        seeds = best(s.search_prf_docs) if best is not None else top_k(final, s.search_prf_docs)
+        top = float(final[seeds[0]])  # the largest score
+        if top <= 0:
+            return out, none
         lexical = self.store.event_catalog.lexical
         n_docs, _ = lexical.stats(self.user)
         skip = set(sig.query_terms)
-        seeds = top_k(final, s.search_prf_docs)
         weight: dict[str, float] = {}
         for seed in seeds:
             share = float(final[seed]) / top
@@ -480,20 +523,21 @@ class EventSearch:
                 if 2 <= df <= s.search_hop_max_events:
                     weight[term] = weight.get(term, 0.0) + share * math.log((n_docs + 1) / (df + 0.5))
         if not weight:
-            return out
+            return out, none
         terms = sorted(weight, key=lambda t: (-weight[t], t))[: s.search_prf_terms]
         rows, scores = lexical.scores(terms, self.user, k1=s.bm25_k1, b=s.bm25_b)
         where = row_position_array(layout)
         inside = rows < where.shape[0]
         p = where[rows[inside]]
-        out[p[p >= 0]] = scores[inside][p >= 0]
+        at = p[p >= 0]  # (the rows are distinct: so are the positions)
+        out[at] = scores[inside][p >= 0]
         out[seeds] = 0.0  # the hits the words came from already rank high
-        peak = float(out.max())
+        peak = max(float(out[at].max(initial=0.0)), 0.0)  # the largest value (0 off the positions)
         if peak > 0:
-            out /= peak
+            out[at] /= peak
         if s.search_prf_anchored and float(sig.entity.max(initial=0.0)) > 0:
-            out *= sig.entity > 0
-        return out
+            out[at] *= sig.entity[at] > 0
+        return out, at
 
     def _reasons(self, i: int, sig: _Signals, parts: dict[str, np.ndarray], tool: str | None) -> list[str]:
         s = self.settings

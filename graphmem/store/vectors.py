@@ -369,14 +369,22 @@ class ScanMatrix(AnnRows):
         (:meth:`cosine`), rows ascending (graphmem/store/binary_scan.py). ``key``: keep the
         bits of ``rows`` gathered under it, as :meth:`cosine_block` keeps their codes. The bits
         are derived on the first call and kept in step with writes after."""
+        found = self.binary_rows(query, count, mask, rows, key)
+        return found, self.cosine(query, found)
+
+    def binary_rows(
+        self, query: np.ndarray, count: int, mask: np.ndarray | None = None,
+        rows: np.ndarray | None = None, key: Hashable | None = None,
+    ) -> np.ndarray:
+        """The rows of :meth:`binary_top` without their cosines (for a caller that scores them
+        itself, with other vectors beside the query)."""
         bits = self._bits
         if bits is None:
             with self._bits_lock:
                 if self._bits is None:
                     self._bits = binary_scan.BinaryCodes.of(self._m, len(self.ids))
                 bits = self._bits
-        found = bits.shortlist(unit_rows(query)[0], len(self.ids), count, mask, rows, key, self.version)
-        return found, self.cosine(query, found)
+        return bits.shortlist(unit_rows(query)[0], len(self.ids), count, mask, rows, key, self.version)  # type: ignore[no-any-return]
 
     @property
     def binary_nbytes(self) -> int:
