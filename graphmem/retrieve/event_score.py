@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from graphmem.config import Settings
-from graphmem.retrieve.event_arrays import RankOf, top_candidates, top_k
+from graphmem.retrieve.event_arrays import _BLOCKED_TOP_MIN, RankOf, top_candidates, top_k
 from graphmem.retrieve.event_rank import weighted_sum
 from graphmem.store.search import EventLayout
 
@@ -107,12 +107,15 @@ def sparse_score(
     address = sig.address is not None and s.search_weight_address > 0 and bool(sig.address.any())
     keep = np.zeros(n, dtype=bool)
     keep[p] = True
-    for _, x in graph_terms:
-        keep |= x != 0
+    if sig.named_at is not None:  # the postings of the query entities and the tool's events
+        keep[sig.named_at] = True
+    else:
+        for _, x in graph_terms:
+            keep |= x != 0
+        if address:
+            keep |= sig.address != 0
     if s.search_weight_date != 0:
-        keep |= sig.date != 0
-    if address:
-        keep |= sig.address != 0
+        keep[np.flatnonzero(sig.date)] = True
     lifted = p[base_p != 0]  # their neighbours get a share of their base score
     use_near = s.search_weight_neighbour > 0 and neighbours.size > 0
     if use_near and lifted.size:
@@ -162,7 +165,8 @@ class Ranked:
 
     def __init__(self, values: np.ndarray, size: int) -> None:
         self.values = values
-        self.size = max(int(size), 1)
+        # below top_k's own crossover a partition of every value is cheaper than the pool
+        self.size = max(int(size), 1) if values.shape[0] >= _BLOCKED_TOP_MIN else 0
         self._pool: np.ndarray | None = None
         self._floor = -np.inf
 

@@ -131,14 +131,7 @@ class _Signals:
     asks: np.ndarray | None = None  # 1 where the event's text asks a question (turn prior)
     dense_stats: tuple[float, float] | None = None  # mean, std of the blended cosine when not every event was scanned
     scanned: np.ndarray | None = None  # the positions whose cosines were scanned then (the others: OUTSIDE)
-
-
-def _nonzero(arrays: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Positions where any of the arrays is nonzero, ascending."""
-    mask = arrays[0] != 0
-    for a in arrays[1:]:
-        mask |= a != 0
-    return np.flatnonzero(mask)
+    named_at: np.ndarray | None = None  # (with scanned) positions where entity, mention, tool or address may be nonzero
 
 
 def _anchor_pool(sig: _Signals) -> np.ndarray | None:
@@ -198,11 +191,18 @@ class EventSearch:
         pos = layout.position
         entity, mention, entity_names, address = self._entity_signals(index, wanted, n, layout)
         tool_hit = np.zeros(n)
+        tool_at: list[int] = []
         if tool:
             for ident in store.events_with_tool(self.user, tool, limit=s.search_entity_cap):
                 p = pos.get(ident)
                 if p is not None:
                     tool_hit[p] = 1.0
+                    tool_at.append(p)
+        # every position the entity, mention, address and tool signals may be nonzero at (the
+        # query entities' postings, as _entity_signals caps them, and the tool's events)
+        named_at = np.unique(np.concatenate(
+            [entity_arrays(index, key, layout)[0][: s.search_entity_cap] for key in wanted]
+            + [np.asarray(tool_at, dtype=np.int64), np.zeros(0, dtype=np.int64)]))
         zeros = np.zeros(n)
         if not query:
             return _Signals(zeros, zeros, entity, tool_hit, zeros, entity_names, mention, zeros, address=address)
@@ -212,16 +212,19 @@ class EventSearch:
             p = pos.get(catalog.vectors.ids[row])
             if p is not None:
                 bm25[p] = score
-        named = (entity, mention, tool_hit, bm25)  # events the other signals name (event_shortlist.py)
+        # events the other signals name (event_shortlist.py): where entity, mention or tool is nonzero
+        named = named_at[(entity[named_at] != 0) | (mention[named_at] != 0) | (tool_hit[named_at] != 0)], bm25
         dense, stripped, session_sim, qvec, dense_stats, scanned = self._dense(
             query, strip_names(query, [index.names.get(k, k) for k in wanted]), layout, named)
         temporal = time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
         priors = s.search_weight_length > 0 or s.search_weight_question_turn > 0
         length, asks = turn_priors(layout) if priors else (None, None)
+        date = date_match(query, layout)
         return _Signals(dense, bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
-                        mention, date_match(query, layout), stripped=stripped, session_sim=session_sim,
+                        mention, date, stripped=stripped, session_sim=session_sim,
                         query_terms=tuple(catalog.lexical.query_terms(query)), address=address,
-                        qvec=qvec, length=length, asks=asks, dense_stats=dense_stats, scanned=scanned)
+                        qvec=qvec, length=length, asks=asks, dense_stats=dense_stats, scanned=scanned,
+                        named_at=named_at if scanned is not None else None)
 
     def rank(
         self, sig: _Signals, layout: EventLayout, index: EntityIndex, wanted: list[str], k: int
@@ -315,7 +318,7 @@ class EventSearch:
         return fb, fill, cand
 
     def _dense(
-        self, query: str, stripped: str, layout: EventLayout, named: tuple[np.ndarray, ...] = (),
+        self, query: str, stripped: str, layout: EventLayout, named: tuple[np.ndarray, np.ndarray] | tuple[()] = (),
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray, tuple[float, float] | None,
                np.ndarray | None]:
         """Cosine of every event to the query, and (when ``search_weight_stripped`` > 0 and the
@@ -323,8 +326,8 @@ class EventSearch:
         already cover the names, the rest is what the question asks about. The last value is the
         unit vector of what is asked (the query without the names when that was embedded); the
         last the mean and spread of the blended cosine when only a shortlist was scanned (large
-        int8 mirrors, :mod:`graphmem.retrieve.event_shortlist`; ``named``: arrays whose nonzero
-        events are scanned too), else None; then the positions scanned (None: every event)."""
+        int8 mirrors, :mod:`graphmem.retrieve.event_shortlist`; ``named``: the positions the
+        entity, mention and tool signals name and the BM25 array, whose events are scanned too), else None; then the positions scanned (None: every event)."""
         a = self.settings.search_weight_stripped
         texts = [query, stripped] if a > 0 and stripped and stripped != query else [query]
         # one forward pass for the question and its stripped variant on the query threads (the
@@ -337,8 +340,8 @@ class EventSearch:
         vectors = self.store.event_catalog.vectors
         blend = a if len(texts) > 1 else 0.0
         short = None
-        if named:  # (entity, mention, tool, bm25)
-            short = shortlist_cosines(self.store, layout, unit, blend, _nonzero(named[:3]), np.flatnonzero(named[3]),
+        if named:  # (positions where entity, mention or tool is nonzero, bm25)
+            short = shortlist_cosines(self.store, layout, unit, blend, named[0], np.flatnonzero(named[1]),
                                       self.settings)
         sims, stats, scanned = short if short is not None else (user_cosines(vectors, layout.rows, unit), None, None)
         session_sim = None
