@@ -248,6 +248,17 @@ def time_flags(layout: EventLayout) -> np.ndarray:
     return flags  # type: ignore[no-any-return]
 
 
+def time_values(layout: EventLayout) -> np.ndarray:
+    """:func:`time_flags` as 1.0 / 0.0 (the time signal of a question asking *when*), kept on
+    the layout until the next write (a copy of a million flags per such question otherwise)."""
+    got: np.ndarray | None = layout.derived.get("time_values")
+    if got is None or got.shape[0] != len(layout):
+        got = time_flags(layout).astype(np.float64)
+        got.flags.writeable = False  # shared by the searches until the next write
+        layout.derived["time_values"] = got
+    return got
+
+
 def turn_priors(layout: EventLayout) -> tuple[np.ndarray, np.ndarray]:
     """Per event of the layout: its log text length z-scored over the layout's events (clipped
     to [-2, 2]), and 1.0 where its text asks a question ("?"), else 0.0. The log lengths and

@@ -104,7 +104,8 @@ def sparse_score(
     graph_terms = [(w, x) for w, x in ((s.search_weight_entity, sig.entity), (s.search_weight_mention, sig.mention),
                                        (s.search_weight_tool, sig.tool)) if w != 0]
     timed = s.search_weight_time != 0 and bool(sig.temporal.any())
-    address = sig.address is not None and s.search_weight_address > 0 and bool(sig.address.any())
+    address = sig.address is not None and s.search_weight_address > 0 and bool(
+        (sig.address if sig.named_at is None else sig.address[sig.named_at]).any())  # (nonzero only there)
     keep = np.zeros(n, dtype=bool)
     keep[p] = True
     if sig.named_at is not None:  # the postings of the query entities and the tool's events
@@ -161,7 +162,9 @@ class Ranked:
     ``size``-th best when the pool was taken (so at least ``size`` positions). Additions are
     nonnegative and their positions join the pool, so a position outside it still scores below
     ``floor``, below the ``size`` best of the pool: the best ``k <= size`` are the pool's best,
-    ties in position order as :func:`graphmem.retrieve.event_arrays.top_k` orders them."""
+    ties in position order as :func:`graphmem.retrieve.event_arrays.top_k` orders them. On
+    arrays shorter than top_k's own crossover (``_BLOCKED_TOP_MIN``) no pool is kept: each call
+    looks at every value, which is cheaper there."""
 
     def __init__(self, values: np.ndarray, size: int) -> None:
         self.values = values

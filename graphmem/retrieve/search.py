@@ -83,7 +83,7 @@ from graphmem.retrieve.event_arrays import (
     row_position_array,
     session_centroids,
     strip_names,
-    time_flags,
+    time_values,
     top_k,
     turn_priors,
     user_cosines,
@@ -216,11 +216,11 @@ class EventSearch:
         named = named_at[(entity[named_at] != 0) | (mention[named_at] != 0) | (tool_hit[named_at] != 0)], bm25
         dense, stripped, session_sim, qvec, dense_stats, scanned = self._dense(
             query, strip_names(query, [index.names.get(k, k) for k in wanted]), layout, named)
-        temporal = time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
+        temporal = time_values(layout) if asks_when(query) else np.zeros(n)
         priors = s.search_weight_length > 0 or s.search_weight_question_turn > 0
         length, asks = turn_priors(layout) if priors else (None, None)
         date = date_match(query, layout)
-        return _Signals(dense, bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
+        return _Signals(dense, bm25, entity, tool_hit, temporal, entity_names,
                         mention, date, stripped=stripped, session_sim=session_sim,
                         query_terms=tuple(catalog.lexical.query_terms(query)), address=address,
                         qvec=qvec, length=length, asks=asks, dense_stats=dense_stats, scanned=scanned,
