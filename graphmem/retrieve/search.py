@@ -134,11 +134,11 @@ class _Signals:
     named_at: np.ndarray | None = None  # (with scanned) positions where entity, mention, tool or address may be nonzero
 
 
-def _anchor_pool(sig: _Signals) -> np.ndarray | None:
-    """The events linked to a query entity (a speaker's own turns), or None when none are."""
-    if float(sig.entity.max(initial=0.0)) <= 0:
-        return None
-    return sig.entity > 0  # type: ignore[no-any-return]
+def _anchored(sig: _Signals) -> bool:
+    """True when some event is linked to a query entity (a speaker's own turns: ``entity > 0``,
+    looked at where it can be nonzero when those positions are known)."""
+    values = sig.entity if sig.named_at is None else sig.entity[sig.named_at]
+    return float(values.max(initial=0.0)) > 0
 
 
 class EventSearch:
@@ -297,17 +297,17 @@ class EventSearch:
         unit = (vec / (float(np.linalg.norm(vec)) or 1.0)).astype(np.float32)
         pruned = pruned_feedback(self.store, vectors, layout, unit[None, :], seeds, final, s.search_weight_rocchio, keep,
                                  ranked)
-        pool = _anchor_pool(sig)
-        lower = 1.0 if pool is None else 1.0 - float(pool[seeds].mean())  # the factor off the anchor's events
+        anchored = _anchored(sig)  # the anchor's events: entity > 0
+        lower = 1.0 - float((sig.entity[seeds] > 0).mean()) if anchored else 1.0  # the factor off them
 
         def factor(positions: np.ndarray) -> np.ndarray:
-            return np.ones(positions.size) if pool is None else np.where(pool[positions], 1.0, lower)
+            return np.where(sig.entity[positions] > 0, 1.0, lower) if anchored else np.ones(positions.size)
 
         if pruned is None:
             others = np.ones(n, dtype=bool)
             others[seeds] = False  # the statistics leave out the hits the vector came from
             out = pool_z(user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
-            return out * (np.ones(n) if pool is None else np.where(pool, 1.0, lower)), None, None
+            return out * (np.where(sig.entity > 0, 1.0, lower) if anchored else np.ones(n)), None, None
         _out, cand, exact_at = pruned
         fb = np.zeros(n)
         fb[cand] = _out[cand] * factor(cand)  # 0 x the factor elsewhere
@@ -425,6 +425,7 @@ class EventSearch:
         idf = {key: idf_weight(len(index.postings[key]), n) for key in wanted}
         total = sum(idf.values()) or 1.0
         cap = self.settings.search_entity_cap
+        own: list[np.ndarray] = []  # the positions set in entity
         for key in wanted:
             posting, linked = entity_arrays(index, key, layout)
             posting, linked = posting[:cap], linked[:cap]
@@ -433,13 +434,15 @@ class EventSearch:
             found = np.zeros(n, dtype=bool)
             if by_link:
                 entity[posting[linked]] = 1.0
+                own.append(posting[linked])
                 address[posting[~linked]] = 1.0
                 found[posting[linked]] = True
             else:
                 mention[posting] += idf[key] / total  # positions are distinct within a posting
                 found[posting] = True
             names.parts.append((found, index.names.get(key, key)))
-        address[entity > 0] = 0.0  # one speaker's own turn naming another query entity
+        for at in own:  # one speaker's own turn naming another query entity (entity > 0 there only)
+            address[at] = 0.0
         return entity, mention, names, address
 
     def _second_hop(
@@ -538,7 +541,7 @@ class EventSearch:
         peak = max(float(out[at].max(initial=0.0)), 0.0)  # the largest value (0 off the positions)
         if peak > 0:
             out[at] /= peak
-        if s.search_prf_anchored and float(sig.entity.max(initial=0.0)) > 0:
+        if s.search_prf_anchored and _anchored(sig):
             out[at] *= sig.entity[at] > 0
         return out, at
 
