@@ -123,3 +123,13 @@ def test_ranked_keeps_the_stable_top_under_additions() -> None:
             ranked.add(at, amount)
             plain[at] = plain[at] + amount
             assert np.array_equal(ranked.values, plain)
+
+
+def test_date_keys_are_the_date_mentions_of_extract_entities() -> None:
+    from graphmem.retrieve.entities import date_keys, extract_entities
+
+    texts = ["When did Dana go to Paris in May 2023?", "in 2022, or 7 May 2023, or March 3rd, 2021.",
+             "She may come on Monday", "what happened in may", "June, June and July 2020", "no dates here",
+             "On 1 January 2024 and 1 January 2024 again"]
+    for text in texts:
+        assert date_keys(text) == [m.key for m in extract_entities(text) if m.kind == "date"], text

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -99,11 +99,28 @@ def _split_span(span: str) -> list[str]:
     return parts
 
 
-def extract_entities(text: str, known: Iterable[str] = ()) -> list[Mention]:
+def date_keys(text: str) -> list[str]:
+    """The merge keys of the dates ``text`` mentions, in order, once each: the ``date`` mentions
+    :func:`extract_entities` returns, without looking for names."""
+    out: dict[str, None] = {}
+    for m in _DATE.finditer(text):
+        name = " ".join(m.group(0).split()).rstrip(".")
+        if name.casefold() != "may":  # "may" the verb: a bare May needs a day or a year
+            out.setdefault(normalise_entity(name), None)
+    return list(out)
+
+
+def known_name_keys(known: Iterable[str]) -> dict[str, str]:
+    """Merge key -> name of the names ``known`` (the form :func:`extract_entities` looks them up in)."""
+    return {normalise_entity(k): k for k in known if normalise_entity(k)}
+
+
+def extract_entities(text: str, known: Iterable[str] = (), known_keys: Mapping[str, str] | None = None) -> list[Mention]:
     """The entities ``text`` mentions, in order of first mention, one per merge key.
 
     ``known``: names known to be entities (matched case-insensitively as whole words anywhere,
-    sentence start included)."""
+    sentence start included); or ``known_keys``, the same as :func:`known_name_keys` makes
+    them (a caller that keeps them between texts)."""
     found: dict[str, Mention] = {}
     dates: list[tuple[int, int]] = []
     for m in _DATE.finditer(text):
@@ -112,7 +129,8 @@ def extract_entities(text: str, known: Iterable[str] = ()) -> list[Mention]:
             continue  # "may" the verb: a bare May needs a day or a year
         found.setdefault(normalise_entity(name), Mention(name, normalise_entity(name), "date"))
         dates.append(m.span())
-    known_keys = {normalise_entity(k): k for k in known if normalise_entity(k)}
+    if known_keys is None:
+        known_keys = known_name_keys(known)
     masked = text
     for a, b in dates:  # dates are not names: blank them out of the name search
         masked = masked[:a] + " " * (b - a) + masked[b:]
@@ -214,6 +232,15 @@ class EntityIndex:
     mentioned: list[frozenset[str]]
     postings: dict[str, list[int]]
     names: dict[str, str]
+    _known: tuple[int, dict[str, str]] | None = field(default=None, repr=False, compare=False)
+
+    def known_keys(self) -> dict[str, str]:
+        """:func:`known_name_keys` of the display names, kept until names are added (a name,
+        once there, never changes: they are only added)."""
+        got = self._known
+        if got is None or got[0] != len(self.names):
+            got = self._known = (len(self.names), known_name_keys(self.names.values()))
+        return got[1]
 
     @classmethod
     def build(cls, position: Mapping[str, int], linked: Sequence[Sequence[str]], rows: Iterable[tuple[str, str]]) -> EntityIndex:

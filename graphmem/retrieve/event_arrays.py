@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from graphmem.retrieve.entities import EntityIndex, extract_entities, normalise_entity
+from graphmem.retrieve.entities import EntityIndex, date_keys, extract_entities, normalise_entity
 from graphmem.store.search import EventLayout
 from graphmem.store.vectors import scan_cosines
 
@@ -145,7 +145,7 @@ def query_entities(query: str, passed: Sequence[str], index: EntityIndex) -> lis
     names (extracted, known names matched case-insensitively) that the user's events know."""
     keys = [normalise_entity(x) for x in passed]
     if query:
-        keys += [m.key for m in extract_entities(query, index.names.values())]
+        keys += [m.key for m in extract_entities(query, known_keys=index.known_keys())]
     return [k for k in dict.fromkeys(keys) if k in index.postings]
 
 
@@ -158,10 +158,8 @@ def date_match(query: str, layout: EventLayout) -> np.ndarray:
         return out
     months: set[int] = set()
     years: set[int] = set()
-    for m in extract_entities(query):
-        if m.kind != "date":
-            continue
-        for word in m.key.replace(",", " ").split():
+    for key in date_keys(query):  # the date mentions of extract_entities
+        for word in key.replace(",", " ").split():
             if word.isdigit() and len(word) == 4:
                 years.add(int(word))
             elif word[:3] in _MONTH_NUMBER:
