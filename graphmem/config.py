@@ -136,6 +136,11 @@ class Settings(BaseModel):
     # a busy machine (torch's worker threads stall under CPU contention); 0 = torch's default
     embed_query_threads: int = 1
     embed_batch_threads: int = 0
+    # torch's OpenMP worker threads sleep between parallel regions (OMP_WAIT_POLICY=PASSIVE, set
+    # before the bundled MiniLM model first imports torch, unless the environment sets a policy)
+    # instead of spinning on the cores the graph writes and other processes need (see
+    # graphmem.embed._passive_openmp); False leaves OpenMP's default
+    embed_passive_omp: bool = True
     # the learnings' vector mirror (graphmem/store/vectors.py): "auto" keeps float32 rows below
     # vector_int8_min_rows learnings and int8 codes (a quarter of the memory, recall@10 0.993 at 100k)
     # from there on; "float32" / "int8" force one. Applied when the file is opened.

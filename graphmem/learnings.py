@@ -249,8 +249,9 @@ class LearningService:
             if existing_id is not None:
                 stored = self.merge_into(self.deps.store.get_learning(existing_id), learning, links)
             else:
-                self.deps.store.insert_learning(learning, embedding, links)
-                self.deps.on_learnings_changed([learning], change="created")
+                with self.deps.store.joined_writes():  # the CREATE and the summary bump: one statement
+                    self.deps.store.insert_learning(learning, embedding, links)
+                    self.deps.on_learnings_changed([learning], change="created")
                 stored = learning
         self.deps.after_write()
         return stored

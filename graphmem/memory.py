@@ -145,7 +145,8 @@ class Memory:
             raise InvalidInputError(f"settings must be a graphmem Settings, got {type(settings).__name__}")
         settings = settings or Settings()
         user = require_text("user", user, max_chars=200)
-        embedder = embedder or default_embedder(settings.embed_query_threads, settings.embed_batch_threads)
+        embedder = embedder or default_embedder(settings.embed_query_threads, settings.embed_batch_threads,
+                                                settings.embed_passive_omp)
         store = open_store(
             path, dim=embedder.dim, embedder_name=embedder.name, read_only=read_only,
             vector_storage=settings.vector_storage, vector_int8_min_rows=settings.vector_int8_min_rows,

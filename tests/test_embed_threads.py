@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -28,3 +33,37 @@ def test_memory_passes_the_thread_settings_to_its_default_embedder() -> None:
         assert (mem.embedder.query_threads, mem.embedder.batch_threads) == (2, 1)  # type: ignore[attr-defined]
     finally:
         mem.close()
+
+
+def test_memory_passes_the_openmp_setting_to_its_default_embedder() -> None:
+    for passive in (True, False):
+        mem = Memory(None, settings=Settings(embed_passive_omp=passive))
+        try:
+            assert mem.embedder.passive_omp is passive  # type: ignore[attr-defined]
+        finally:
+            mem.close()
+
+
+_PROBE = """
+import os, sys
+from graphmem.embed import _passive_openmp
+before = "torch" in sys.modules
+first = _passive_openmp()
+policy = os.environ.get("OMP_WAIT_POLICY")
+import torch
+print(before, first, policy, _passive_openmp())
+"""
+
+
+@pytest.mark.parametrize(("policy", "expected"), [(None, "False True PASSIVE False"),
+                                                  ("ACTIVE", "False False ACTIVE False")])
+def test_openmp_waits_passively_unless_the_environment_or_torch_decided_already(
+    policy: str | None, expected: str
+) -> None:
+    pytest.importorskip("torch")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if policy is not None:
+        env["OMP_WAIT_POLICY"] = policy
+    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.split("\n")[-2] == expected  # set only before torch loads, never over the environment's

@@ -35,6 +35,7 @@ from graphmem.inputs import check_db_params
 from graphmem.store import fulltext, migrations, snapshot
 from graphmem.store.catalog import EventCatalog, LearningCatalog
 from graphmem.store.fulltext import FulltextIndexes
+from graphmem.store.held import HeldStatement
 from graphmem.store.locks import ReadWriteLock
 from graphmem.store.writer import DeferredWriter, _rollback
 
@@ -78,11 +79,12 @@ def loads(text: str | None, default: Any) -> Any:
     return json.loads(text)
 
 
-class KuzuBase(DeferredWriter, FulltextIndexes):
+class KuzuBase(DeferredWriter, FulltextIndexes, HeldStatement):
     """Connection handling, transactions and raw queries over one Kùzu database.
 
     The background writer (deferred writes) lives in :mod:`graphmem.store.writer`, the handling
-    of Kùzu's full-text indexes in :mod:`graphmem.store.fulltext`; both are mixins of this class.
+    of Kùzu's full-text indexes in :mod:`graphmem.store.fulltext`, a write statement held back to
+    be joined with the next in :mod:`graphmem.store.held`; all are mixins of this class.
     """
 
     def __init__(
@@ -318,9 +320,11 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
             self._after_commit = []
             try:
                 yield
+                self._flush_held()
             except BaseException as e:
                 self._tx_depth = 0
                 self._after_commit = []
+                self._drop_held()
                 _rollback(conn)  # Kùzu may already have rolled back after the failing statement
                 if is_pool_error(e) and not isinstance(e, BufferPoolError):
                     raise self._pool_error(e, "a write") from e
@@ -408,6 +412,8 @@ class KuzuBase(DeferredWriter, FulltextIndexes):
     def _run(
         self, conn: kuzu.Connection, cypher: str, params: Mapping[str, Any] | None, *, cache: bool = True
     ) -> list[dict[str, Any]]:
+        if self._held is not None and conn is self._conn_main:
+            self._flush_held()  # a held write runs before anything that might read what it writes
         check_db_params(params)  # a lone surrogate must never reach Kùzu (it can wedge the row)
         if cache and ";" not in cypher:
             stmt = self._prepared(conn, cypher)

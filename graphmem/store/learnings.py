@@ -242,6 +242,9 @@ class LearningStore(KuzuBase):
                                f"({anchor_of[(kb, b)]}) ON CREATE SET {e}.weight = ${e} ON MATCH SET {e}.weight = {e}.weight + ${e}")
                 values[e] = int(weight)
             related = Counter()
+        if self._joining and not (links.objective_id or links.source_event_id or related) and self.can_copy():
+            self._hold(f"learning:{ident}", " ".join(clauses), values)  # the summary bump joins it
+            return
         self.write(" ".join(clauses), values)
         if links.objective_id or links.source_event_id:
             rest = LearningLinks(objective_id=links.objective_id, source_event_id=links.source_event_id)

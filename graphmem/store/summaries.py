@@ -199,11 +199,21 @@ class SummaryStore(KuzuBase):
         )
         if (link and not unlink and set(link) == {f.id for f in feeds} and len(link) == len(feeds)
                 and self._rel_seeded("SUMMARIZED_IN", "Learning", "Summary")):  # type: ignore[attr-defined]
-            # a new learning (every summary it feeds gets its edge): counts and edges in one statement
-            out = self.write(
-                bump + f"WITH s MATCH (l:Learning {{id: $lid}}) CREATE (l)-[:SUMMARIZED_IN]->(s) RETURN {_SUMMARY_RETURN}",
-                {"lid": learning_id, "rows": rows},
-            )
+            # a new learning (every summary it feeds gets its edge): counts and edges in one statement,
+            # joined to the learning's own CREATE when that was held for it (store/held.py)
+            created = self._take_held(f"learning:{learning_id}")  # type: ignore[attr-defined]
+            if created is not None:
+                cypher, params = created
+                joined = bump.replace("$rows", "$summary_rows").replace("$lid", "$id")
+                out = self.write(
+                    f"{cypher} WITH l {joined}CREATE (l)-[:SUMMARIZED_IN]->(s) RETURN {_SUMMARY_RETURN}",
+                    {**params, "summary_rows": rows},
+                )
+            else:
+                out = self.write(
+                    bump + f"WITH s MATCH (l:Learning {{id: $lid}}) CREATE (l)-[:SUMMARIZED_IN]->(s) RETURN {_SUMMARY_RETURN}",
+                    {"lid": learning_id, "rows": rows},
+                )
             states = [_state_from_row(r) for r in out]
             self._note_summary_states(states)
             return states
