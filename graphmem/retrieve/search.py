@@ -43,6 +43,9 @@ The events ranking is hybrid, over the calling user's events only:
     a question about someone are their longer statements, not the questions put to them.
 15. **continuation** (:mod:`graphmem.retrieve.event_hops`): the same speaker's next and previous
     turns of the best hits gain a share of their score (``search_weight_continuation``).
+16. **soft term matching** (:mod:`graphmem.retrieve.event_terms`): each content word of the query
+    against the most similar word of each event, single words embedded alone
+    (``search_weight_terms``; users above ``search_terms_max_events`` events get none).
 
 :meth:`EventSearch.signals` computes every signal once and :meth:`EventSearch.rank` applies the
 weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing the signals.
@@ -65,7 +68,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from graphmem.config import Settings
-from graphmem.embed import Embedder, embed_queries
+from graphmem.embed import QUERY_BATCH_MAX, Embedder, embed_queries
 from graphmem.models import Event, Learning
 from graphmem.retrieve.entities import EntityIndex
 from graphmem.retrieve.event_arrays import (
@@ -91,6 +94,7 @@ from graphmem.retrieve.event_arrays import (
 from graphmem.retrieve.event_hops import continuation
 from graphmem.retrieve.event_rank import pruned_feedback, weighted_sum
 from graphmem.retrieve.event_shortlist import shortlist_cosines
+from graphmem.retrieve.event_terms import event_terms, query_words, word_vectors
 from graphmem.store.search import EventLayout
 
 HitKind = Literal["learning", "event"]
@@ -129,6 +133,7 @@ class _Signals:
     length: np.ndarray | None = None  # z-scored log text length of each event (turn prior)
     asks: np.ndarray | None = None  # 1 where the event's text asks a question (turn prior)
     dense_stats: tuple[float, float] | None = None  # mean, std of the blended cosine when not every event was scanned
+    terms: np.ndarray | None = None  # soft term matching of the query's content words (event_terms.py)
 
 
 def _nonzero(arrays: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -211,15 +216,20 @@ class EventSearch:
             if p is not None:
                 bm25[p] = score
         named = (entity, mention, tool_hit, bm25)  # events the other signals name (event_shortlist.py)
+        names = [index.names.get(k, k) for k in wanted]
+        qwords = (query_words(query, names) if s.search_weight_terms > 0 and n <= s.search_terms_max_events
+                  else [])
         dense, stripped, session_sim, qvec, dense_stats = self._dense(
-            query, strip_names(query, [index.names.get(k, k) for k in wanted]), layout, named)
+            query, strip_names(query, names), layout, named, qwords)
+        terms = event_terms(store, self.embedder, self.user, layout, qwords, s.search_terms_floor,
+                            s.search_terms_max_events)
         temporal = time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
         priors = s.search_weight_length > 0 or s.search_weight_question_turn > 0
         length, asks = turn_priors(layout) if priors else (None, None)
         return _Signals(dense, bm25, entity, tool_hit, temporal.astype(np.float64), entity_names,
                         mention, date_match(query, layout), stripped=stripped, session_sim=session_sim,
                         query_terms=tuple(catalog.lexical.query_terms(query)), address=address,
-                        qvec=qvec, length=length, asks=asks, dense_stats=dense_stats)
+                        qvec=qvec, length=length, asks=asks, dense_stats=dense_stats, terms=terms)
 
     def rank(
         self, sig: _Signals, layout: EventLayout, index: EntityIndex, wanted: list[str], k: int
@@ -289,6 +299,7 @@ class EventSearch:
 
     def _dense(
         self, query: str, stripped: str, layout: EventLayout, named: tuple[np.ndarray, ...] = (),
+        words: list[str] | None = None,
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray, tuple[float, float] | None]:
         """Cosine of every event to the query, and (when ``search_weight_stripped`` > 0 and the
         query names anchored entities) to the query without those names: the graph signals
@@ -296,12 +307,18 @@ class EventSearch:
         unit vector of what is asked (the query without the names when that was embedded); the
         last the mean and spread of the blended cosine when only a shortlist was scanned (large
         int8 mirrors, :mod:`graphmem.retrieve.event_shortlist`; ``named``: arrays whose nonzero
-        events are scanned too), else None."""
+        events are scanned too), else None. ``words`` the term signal has no vector for yet
+        ride along in the same forward pass (kept in the store's word vectors)."""
         a = self.settings.search_weight_stripped
         texts = [query, stripped] if a > 0 and stripped and stripped != query else [query]
+        kept = word_vectors(self.store.event_catalog) if words else None
+        extra = kept.missing(words)[: max(0, QUERY_BATCH_MAX - len(texts))] if kept is not None and words else []
         # one forward pass for the question and its stripped variant on the query threads (the
         # bundled embedder's batch path is several times slower for a handful of texts on a busy CPU)
-        vecs = embed_queries(self.embedder, texts)
+        vecs = embed_queries(self.embedder, texts + extra)
+        if kept is not None and extra:
+            kept.put(extra, vecs[len(texts):])
+            vecs = vecs[: len(texts)]
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         unit = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         # most of the mirror is this user's: scan it whole and pick their rows (no copy of their
@@ -361,6 +378,10 @@ class EventSearch:
             own = own - s.search_weight_address * sig.address
         if sig.length is not None and sig.asks is not None:  # turn priors (computed when weighted)
             own = own + s.search_weight_length * sig.length - s.search_weight_question_turn * sig.asks
+        if sig.terms is not None and s.search_weight_terms > 0:  # soft term matching, max-normalised
+            peak_terms = float(sig.terms.max(initial=0.0))
+            if peak_terms > 0:
+                own = own + (s.search_weight_terms / peak_terms) * sig.terms
         # session neighbours: best same-session neighbour's base score, decayed by distance
         near = np.zeros(n)
         if s.search_weight_neighbour > 0 and neighbours.size:
@@ -522,6 +543,10 @@ class EventSearch:
             out.append(f"turn: a longer turn than most (+{s.search_weight_length * sig.length[i]:.3f})")
         if sig.asks is not None and sig.asks[i] and s.search_weight_question_turn:
             out.append(f"turn: asks a question (-{s.search_weight_question_turn:.3f})")
+        terms = (s.search_weight_terms * sig.terms[i] / float(sig.terms.max())
+                 if sig.terms is not None and sig.terms[i] > 0 else 0.0)
+        if terms >= 0.02:
+            out.append(f"words: holds words related to the query's (+{terms:.3f})")
         if s.search_weight_continuation * parts["continuation"][i] >= 0.02:
             out.append(f"conversation: the same speaker's turn next to a best hit (+{s.search_weight_continuation * parts['continuation'][i]:.3f})")
         if s.search_weight_neighbour * parts["near"][i] >= 0.05:
