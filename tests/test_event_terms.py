@@ -45,6 +45,7 @@ _TURNS = [
     ("s1", "Caroline", "The weather report said rain on Tuesday."),
     ("s2", "Melanie", "The museum bought a new painting this week."),
     ("s2", "Caroline", "Traffic on the bridge was slow again."),
+    ("s3", "Caroline", "My family visited on Sunday."),  # a query word the events hold
 ]
 
 
@@ -73,6 +74,20 @@ def test_a_turn_with_a_related_word_outranks_unrelated_turns(tmp_path) -> None:
     assert not any(r.startswith("words:") for r in off[kids][1])
     museum = _TURNS[2][2]  # the same speaker, no related word
     assert on[museum][0] == pytest.approx(off[museum][0])
+    family = _TURNS[4][2]  # holds the word itself: that is BM25's to count
+    assert on[family][0] == pytest.approx(off[family][0])
+
+
+def test_query_words_no_event_holds_count_nothing_and_are_not_embedded(tmp_path) -> None:
+    mem, embedder = _mem(tmp_path, search_weight_terms=0.5, search_weight_fulltext=0.0)
+    with mem:
+        _record(mem, _TURNS[:4])  # no event holds "family"
+        embedder.calls.clear()
+        on = _scores(mem, "What does Melanie do with her family?")
+        assert all("fami" not in call for call in embedder.calls)
+        mem.settings = mem.settings.model_copy(update={"search_weight_terms": 0.0})
+        off = _scores(mem, "What does Melanie do with her family?")
+    assert {t: v[0] for t, v in on.items()} == pytest.approx({t: v[0] for t, v in off.items()})
 
 
 def test_the_query_word_itself_counts_nothing(tmp_path) -> None:
@@ -92,17 +107,13 @@ def test_record_events_embeds_the_new_words_once(tmp_path) -> None:
     with mem:
         _record(mem, _TURNS)
         words = word_vectors(mem.store.event_catalog)
-        assert {"kid", "camp", "museum", "bridge"} <= set(words.index)
+        assert {"kid", "camp", "museum", "bridge", "fami"} <= set(words.index)
         index = mem.store.event_layout(mem.user).derived["term_index"]
         assert index.count == len(_TURNS)  # covered at ingest: the search embeds no event word
         embedder.calls.clear()
         mem.search("What does Melanie do with her family?", over="events", k=3)
         embedded = [t for call in embedder.calls for t in call]
-        assert "kid" not in embedded and "camp" not in embedded
-        assert "fami" in embedded  # the query's own word, new to the store, rides with the query
-        embedder.calls.clear()
-        mem.search("What does Melanie do with her family?", over="events", k=3)
-        assert all("fami" not in call for call in embedder.calls)  # kept since
+        assert not {"kid", "camp", "fami"} & set(embedded)  # only the query itself was embedded
         mem.record_event("message", "My son loves the lake.", role="Melanie", session_id="s3", entities=["Melanie"])
         hits = mem.search("What does Melanie do with her family?", over="events", k=5)
         assert index.count == len(_TURNS) + 1  # a single write: covered by the next search

@@ -68,7 +68,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from graphmem.config import Settings
-from graphmem.embed import QUERY_BATCH_MAX, Embedder, embed_queries
+from graphmem.embed import Embedder, embed_queries
 from graphmem.models import Event, Learning
 from graphmem.retrieve.entities import EntityIndex
 from graphmem.retrieve.event_arrays import (
@@ -94,7 +94,7 @@ from graphmem.retrieve.event_arrays import (
 from graphmem.retrieve.event_hops import continuation
 from graphmem.retrieve.event_rank import pruned_feedback, weighted_sum
 from graphmem.retrieve.event_shortlist import shortlist_cosines
-from graphmem.retrieve.event_terms import event_terms, query_words, word_vectors
+from graphmem.retrieve.event_terms import event_terms, query_words
 from graphmem.store.search import EventLayout
 
 HitKind = Literal["learning", "event"]
@@ -220,7 +220,7 @@ class EventSearch:
         qwords = (query_words(query, names) if s.search_weight_terms > 0 and n <= s.search_terms_max_events
                   else [])
         dense, stripped, session_sim, qvec, dense_stats = self._dense(
-            query, strip_names(query, names), layout, named, qwords)
+            query, strip_names(query, names), layout, named)
         terms = event_terms(store, self.embedder, self.user, layout, qwords, s.search_terms_floor,
                             s.search_terms_max_events)
         temporal = time_flags(layout) if asks_when(query) else np.zeros(n, dtype=bool)
@@ -299,7 +299,6 @@ class EventSearch:
 
     def _dense(
         self, query: str, stripped: str, layout: EventLayout, named: tuple[np.ndarray, ...] = (),
-        words: list[str] | None = None,
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray, tuple[float, float] | None]:
         """Cosine of every event to the query, and (when ``search_weight_stripped`` > 0 and the
         query names anchored entities) to the query without those names: the graph signals
@@ -307,18 +306,12 @@ class EventSearch:
         unit vector of what is asked (the query without the names when that was embedded); the
         last the mean and spread of the blended cosine when only a shortlist was scanned (large
         int8 mirrors, :mod:`graphmem.retrieve.event_shortlist`; ``named``: arrays whose nonzero
-        events are scanned too), else None. ``words`` the term signal has no vector for yet
-        ride along in the same forward pass (kept in the store's word vectors)."""
+        events are scanned too), else None."""
         a = self.settings.search_weight_stripped
         texts = [query, stripped] if a > 0 and stripped and stripped != query else [query]
-        kept = word_vectors(self.store.event_catalog) if words else None
-        extra = kept.missing(words)[: max(0, QUERY_BATCH_MAX - len(texts))] if kept is not None and words else []
         # one forward pass for the question and its stripped variant on the query threads (the
         # bundled embedder's batch path is several times slower for a handful of texts on a busy CPU)
-        vecs = embed_queries(self.embedder, texts + extra)
-        if kept is not None and extra:
-            kept.put(extra, vecs[len(texts):])
-            vecs = vecs[: len(texts)]
+        vecs = embed_queries(self.embedder, texts)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         unit = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         # most of the mirror is this user's: scan it whole and pick their rows (no copy of their
