@@ -44,8 +44,9 @@ The events ranking is hybrid, over the calling user's events only:
 15. **continuation** (:mod:`graphmem.retrieve.event_hops`): the same speaker's next and previous
     turns of the best hits gain a share of their score (``search_weight_continuation``).
 16. **soft term matching** (:mod:`graphmem.retrieve.event_terms`): each content word of the query
-    against the most similar word of each event, single words embedded alone
-    (``search_weight_terms``; users above ``search_terms_max_events`` events get none).
+    that the user's events hold, against the most similar *other* word of each event (single
+    words embedded alone, once; ``search_weight_terms``, added like the turn priors; users above
+    ``search_terms_max_events`` events get none).
 
 :meth:`EventSearch.signals` computes every signal once and :meth:`EventSearch.rank` applies the
 weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing the signals.
