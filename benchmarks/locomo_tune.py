@@ -63,10 +63,11 @@ GRID: dict[str, tuple[float, ...]] = {
     "search_weight_question_turn": (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4),
     "search_weight_continuation": (0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6),
     "search_continuation_seeds": (1, 2, 3, 4, 5, 8),
+    "search_weight_terms": (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3),
 }
 #: settings that change the signals themselves (fixed while the signals are computed)
 _SIGNAL_TIME = {"search_weight_stripped": 0.5, "search_weight_session": 0.1, "search_weight_length": 0.1,
-                "search_weight_question_turn": 0.1}
+                "search_weight_question_turn": 0.1, "search_weight_terms": 0.1}
 
 
 class Question:

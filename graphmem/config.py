@@ -244,6 +244,16 @@ class Settings(BaseModel):
     search_weight_continuation: float = 0.4
     search_continuation_seeds: int = 2  # best hits whose same-speaker neighbours are lifted
     search_continuation_reach: int = 2  # turns either side looked at for the same speaker
+    # soft term matching (graphmem/retrieve/event_terms.py): each content word of the query
+    # against the most similar *other* word of each event (single words embedded once per store),
+    # the idf-weighted sum of the similarities above the floor, max-normalised. Weight and floor
+    # chosen on LoCoMo conversations 0-4 only (best overall R@10 there over floors 0.3-0.55 x
+    # weights 0.05-0.4; conversations 5-9 held out); 0: off
+    search_weight_terms: float = 0.15
+    search_terms_floor: float = 0.4  # word cosines up to this count nothing (chosen on conversations 0-4)
+    # users with more events get no term signal (the per-user word arrays and the words to embed
+    # grow with the events: the signal is off above this size, not approximated)
+    search_terms_max_events: int = 20_000
     # record_event writes the event row at once and queues its embedding: the next search over
     # events (or record_events, or this many queued events) embeds the queue in one batch first
     event_embed_later: bool = False
@@ -457,6 +467,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_weight_prf": _COUNT, "search_weight_address": _COUNT, "search_prf_docs": _COUNT, "search_prf_terms": _COUNT,
     "search_weight_length": _COUNT, "search_weight_question_turn": _COUNT,
     "search_weight_continuation": _COUNT, "search_continuation_seeds": _COUNT, "search_continuation_reach": _COUNT,
+    "search_weight_terms": _COUNT, "search_terms_floor": _UNIT, "search_terms_max_events": _COUNT,
     "dedup_similarity": _UNIT, "contradiction_similarity": _UNIT, "actionability_threshold": _UNIT,
     "actionability_w_directive": _UNIT, "actionability_w_condition": _UNIT,
     "actionability_w_specificity": _UNIT, "actionability_w_not_observation": _UNIT,

@@ -32,6 +32,7 @@ from graphmem.inputs import (
 from graphmem.models import EVENT_KINDS, Event
 from graphmem.outcomes import after_event
 from graphmem.retrieve.entities import event_mentions
+from graphmem.retrieve.event_terms import warm_terms
 from graphmem.trust import own_objective
 
 if TYPE_CHECKING:
@@ -180,4 +181,6 @@ class EventService:
         vectors = embed_with_progress(self.deps.embedder, [e.content for e in events], progress)
         found = event_mentions(self.deps.store, self.deps.settings, self.deps.user, events)
         self.deps.store.insert_event_batch(list(zip(events, vectors)), found)
+        warm_terms(self.deps.store, self.deps.embedder, self.deps.settings, self.deps.user,
+                   [e.content for e in events])
         return events

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from graphmem import Memory
+from graphmem.config import Settings
 from graphmem.retrieve.entities import EntityIndex
 from graphmem.retrieve.event_arrays import RankOf, entity_index, rank_array, row_positions, time_flags, top_k
 
@@ -26,7 +27,9 @@ def _seed(mem: Memory) -> None:
 
 
 def test_search_right_after_record_event_sees_it(make_memory: Callable[..., Memory]) -> None:
-    mem = make_memory()
+    # the soft term signal off: under the test embedder (feature hashing) "zorblax0" and
+    # "harbour" collide (cosine 0.54), which lifts the first write above the later ones
+    mem = make_memory(settings=Settings(search_weight_terms=0.0))
     _seed(mem)
     mem.search("lake", over="events", k=3)  # the layout exists now: later writes grow it
     layout = mem.store.event_layout("alice")

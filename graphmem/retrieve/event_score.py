@@ -3,7 +3,9 @@
 When the vector signal scanned a shortlist only (:mod:`graphmem.retrieve.event_shortlist`),
 every event outside it has the cosine ``OUTSIDE`` (below the mean: no vector signal), and the
 other signals are zero on most events: BM25 on its hits, the entity signals on the events
-linked to or naming a query entity, the date on a session's turns. The plain fusion
+linked to or naming a query entity, the date on a session's turns (the soft term signal is
+nonzero anywhere, so with it the plain fusion is the way; it applies to small users only,
+``search_terms_max_events``). The plain fusion
 (:meth:`graphmem.retrieve.search.EventSearch._score`) still spends a few dozen passes over an
 array of one value per event (~30 ms at a million events). Here:
 
@@ -16,7 +18,7 @@ array of one value per event (~30 ms at a million events). Here:
 
 Adding a zero changes no value, so each event's score is the plain fusion's bit for bit
 (``tests/test_event_score.py`` compares both). None when the plain fusion is the way: the
-rank fusion, the session relevance signal, or every event scanned.
+rank fusion, the session relevance signal, the soft term signal, or every event scanned.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ def sparse_score(
     if scanned is None or sig.dense_stats is None or s.search_fusion != "score" or n < 2:
         return None
     if (sig.session_sim is not None and s.search_weight_session > 0) or scanned.size >= n:
+        return None
+    terms = getattr(sig, "terms", None)  # soft term matching: nonzero beyond the support
+    if terms is not None and s.search_weight_terms > 0 and bool(terms.any()):
         return None
     a = s.search_weight_stripped
     blended = sig.stripped is not None and a > 0

@@ -43,6 +43,10 @@ The events ranking is hybrid, over the calling user's events only:
     a question about someone are their longer statements, not the questions put to them.
 15. **continuation** (:mod:`graphmem.retrieve.event_hops`): the same speaker's next and previous
     turns of the best hits gain a share of their score (``search_weight_continuation``).
+16. **soft term matching** (:mod:`graphmem.retrieve.event_terms`): each content word of the query
+    that the user's events hold, against the most similar *other* word of each event (single
+    words embedded alone, once; ``search_weight_terms``, added like the turn priors; users above
+    ``search_terms_max_events`` events get none).
 
 :meth:`EventSearch.signals` computes every signal once and :meth:`EventSearch.rank` applies the
 weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing the signals.
@@ -92,6 +96,7 @@ from graphmem.retrieve.event_hops import continuation_shares
 from graphmem.retrieve.event_rank import pruned_feedback, weighted_sum
 from graphmem.retrieve.event_score import Ranked, sparse_score
 from graphmem.retrieve.event_shortlist import shortlist_cosines
+from graphmem.retrieve.event_terms import event_terms, query_words
 from graphmem.store.search import EventLayout
 
 HitKind = Literal["learning", "event"]
@@ -132,6 +137,7 @@ class _Signals:
     dense_stats: tuple[float, float] | None = None  # mean, std of the blended cosine when not every event was scanned
     scanned: np.ndarray | None = None  # the positions whose cosines were scanned then (the others: OUTSIDE)
     named_at: np.ndarray | None = None  # (with scanned) positions where entity, mention, tool or address may be nonzero
+    terms: np.ndarray | None = None  # soft term matching of the query's content words (event_terms.py)
 
 
 def _anchored(sig: _Signals) -> bool:
@@ -214,8 +220,13 @@ class EventSearch:
                 bm25[p] = score
         # events the other signals name (event_shortlist.py): where entity, mention or tool is nonzero
         named = named_at[(entity[named_at] != 0) | (mention[named_at] != 0) | (tool_hit[named_at] != 0)], bm25
+        names = [index.names.get(k, k) for k in wanted]
+        qwords = (query_words(query, names) if s.search_weight_terms > 0 and n <= s.search_terms_max_events
+                  else [])
         dense, stripped, session_sim, qvec, dense_stats, scanned = self._dense(
-            query, strip_names(query, [index.names.get(k, k) for k in wanted]), layout, named)
+            query, strip_names(query, names), layout, named)
+        terms = event_terms(store, self.embedder, self.user, layout, qwords, s.search_terms_floor,
+                            s.search_terms_max_events)
         temporal = time_values(layout) if asks_when(query) else np.zeros(n)
         priors = s.search_weight_length > 0 or s.search_weight_question_turn > 0
         length, asks = turn_priors(layout) if priors else (None, None)
@@ -224,7 +235,7 @@ class EventSearch:
                         mention, date, stripped=stripped, session_sim=session_sim,
                         query_terms=tuple(catalog.lexical.query_terms(query)), address=address,
                         qvec=qvec, length=length, asks=asks, dense_stats=dense_stats, scanned=scanned,
-                        named_at=named_at if scanned is not None else None)
+                        named_at=named_at if scanned is not None else None, terms=terms)
 
     def rank(
         self, sig: _Signals, layout: EventLayout, index: EntityIndex, wanted: list[str], k: int
@@ -399,6 +410,10 @@ class EventSearch:
             own = own - s.search_weight_address * sig.address
         if sig.length is not None and sig.asks is not None:  # turn priors (computed when weighted)
             own = own + s.search_weight_length * sig.length - s.search_weight_question_turn * sig.asks
+        if sig.terms is not None and s.search_weight_terms > 0:  # soft term matching, max-normalised
+            peak_terms = float(sig.terms.max(initial=0.0))
+            if peak_terms > 0:
+                own = own + (s.search_weight_terms / peak_terms) * sig.terms
         # session neighbours: best same-session neighbour's base score, decayed by distance
         near = np.zeros(n)
         if s.search_weight_neighbour > 0 and neighbours.size:
@@ -572,6 +587,10 @@ class EventSearch:
             out.append(f"turn: a longer turn than most (+{s.search_weight_length * sig.length[i]:.3f})")
         if sig.asks is not None and sig.asks[i] and s.search_weight_question_turn:
             out.append(f"turn: asks a question (-{s.search_weight_question_turn:.3f})")
+        terms = (s.search_weight_terms * sig.terms[i] / float(sig.terms.max())
+                 if sig.terms is not None and sig.terms[i] > 0 else 0.0)
+        if terms >= 0.02:
+            out.append(f"words: holds words related to the query's (+{terms:.3f})")
         if s.search_weight_continuation * parts["continuation"][i] >= 0.02:
             out.append(f"conversation: the same speaker's turn next to a best hit (+{s.search_weight_continuation * parts['continuation'][i]:.3f})")
         if s.search_weight_neighbour * parts["near"][i] >= 0.05:
