@@ -23,7 +23,9 @@ TOPICS = ["lake", "museum", "garden", "violin", "harbour", "recipe", "marathon",
 QUESTIONS = [f"What did Dana say about the {a} and the {b}?" for a in TOPICS[:5] for b in TOPICS[5:8]] + [
     f"When did Eli talk about the {t}?" for t in TOPICS[:5]
 ] + [f"the {t} in May 2025" for t in TOPICS[:3]] + ["Eli kayak", "when was the recipe?", "tool garden"]
-SHORT = {"search_shortlist_min_events": 100, "search_shortlist_candidates": 60, "search_candidates": 30}
+# the soft term signal off: it applies to users below search_terms_max_events only, the sparse fusion above
+SHORT = {"search_shortlist_min_events": 100, "search_shortlist_candidates": 60, "search_candidates": 30,
+         "search_weight_terms": 0.0}
 SPEAKERS = ["Dana", "Eli", "Fay", "Gus", "Hal", "Ivy"]
 
 
@@ -93,6 +95,26 @@ def test_the_sparse_ranking_equals_the_plain_one(int8_memory: Memory, update: di
         assert np.array_equal(final, want_final), query
         assert np.array_equal(parts["rocchio"], want_fb) and np.array_equal(parts["continuation"], want_cont)
     assert sparse_seen == partial >= len(QUESTIONS) // 2
+
+
+def test_with_the_soft_term_signal_the_plain_fusion_scores(int8_memory: Memory) -> None:
+    """The soft term signal is nonzero beyond the support, so with it on the plain fusion runs."""
+    mem = int8_memory
+    settings = Settings(**{**SHORT, "search_weight_terms": 0.15, "search_terms_max_events": 10**6})
+    searcher = EventSearch(mem.store, mem.embedder, settings, "alice")
+    layout = mem.store.event_layout("alice")
+    index = entity_index(mem.store, "alice", layout)
+    nb = layout.neighbour_index(settings.search_neighbour_window)
+    with_terms = 0
+    for query in QUESTIONS:
+        sig = searcher.signals(query, layout, index, query_entities(query, (), index))
+        final, parts = searcher._score(sig, nb, layout)
+        plain, _ = searcher._score(dataclasses.replace(sig, scanned=None), nb)
+        assert np.array_equal(final, plain), query
+        if sig.terms is not None and sig.terms.any():
+            with_terms += 1
+            assert parts["dense_rank"].__class__.__name__ != "RankAmong", query
+    assert with_terms > 0
 
 
 def test_the_hits_equal_the_plain_rankings(int8_memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
