@@ -96,7 +96,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "full - length prior": {"search_weight_length": 0.0},
     "full - question-turn penalty": {"search_weight_question_turn": 0.0},
     "full - continuation (same speaker's turns next to the best hits)": {"search_weight_continuation": 0.0},
-    "full - soft term matching": {"search_weight_terms": 0.0},
+    "full + soft term matching (off by default)": {"search_weight_terms": 0.15},
 }
 BASELINES = ("cosine", "bm25")
 

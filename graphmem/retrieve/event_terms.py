@@ -27,6 +27,11 @@ with the batch. A query word none of the user's events holds is left out (a quer
 word). Per query: one (query words x user vocabulary) product and a ``np.maximum.reduceat`` over
 the flat (event, word) array, well under a millisecond at conversation size. Users with more than ``search_terms_max_events`` events get
 no term signal (the flat array and the vocabulary grow with the events).
+
+Off by default (``search_weight_terms`` 0): on LoCoMo its gain (R@10 83.4 -> 83.8, held-out half
+82.1 -> 82.4) did not pay for ~3 ms more CPU per search, about twice the ingest CPU at
+conversation size, and the vocabulary embedded again on the first search after an open (the
+word vectors are not saved with the mirrors).
 """
 
 from __future__ import annotations

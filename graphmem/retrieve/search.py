@@ -46,7 +46,7 @@ The events ranking is hybrid, over the calling user's events only:
 16. **soft term matching** (:mod:`graphmem.retrieve.event_terms`): each content word of the query
     that the user's events hold, against the most similar *other* word of each event (single
     words embedded alone, once; ``search_weight_terms``, added like the turn priors; users above
-    ``search_terms_max_events`` events get none).
+    ``search_terms_max_events`` events get none). Off by default (``search_weight_terms`` 0).
 
 :meth:`EventSearch.signals` computes every signal once and :meth:`EventSearch.rank` applies the
 weights, so ``benchmarks/locomo_tune.py`` fits the weights without recomputing the signals.
