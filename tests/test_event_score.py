@@ -117,6 +117,27 @@ def test_with_the_soft_term_signal_the_plain_fusion_scores(int8_memory: Memory) 
     assert with_terms > 0
 
 
+def test_the_sparse_ranking_equals_the_plain_one_after_appended_events(int8_memory: Memory) -> None:
+    """Events written after the layout was built (kept scores patched, not rebuilt) rank the same."""
+    mem = int8_memory
+    for i in range(30):
+        mem.record_event("message", f"appended {i}: the {TOPICS[i % 10]} again, said {SPEAKERS[i % 6]}",
+                         role=SPEAKERS[i % 6], session_id="late", entities=[SPEAKERS[i % 6]])
+    settings = Settings(**SHORT)  # type: ignore[arg-type]
+    searcher = EventSearch(mem.store, mem.embedder, settings, "alice")
+    mem.search("the lake", over="events", k=5)  # the kept structures grow with the writes
+    layout = mem.store.event_layout("alice")
+    index = entity_index(mem.store, "alice", layout)
+    assert len(layout) == 930
+    for query in QUESTIONS:
+        wanted = query_entities(query, (), index)
+        sig = searcher.signals(query, layout, index, wanted)
+        top, final, _ = searcher.rank(sig, layout, index, wanted, 10)
+        want_top, want_final, *_ = _plain_rank(searcher, sig, layout, index, wanted, 10)
+        assert np.array_equal(top, want_top), query
+        assert np.array_equal(final, want_final), query
+
+
 def test_the_hits_equal_the_plain_rankings(int8_memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through Memory.search: the same hits, scores and reasons with the sparse fusion turned off."""
     import graphmem.retrieve.search as search_mod
