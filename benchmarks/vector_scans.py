@@ -6,7 +6,10 @@ Random int8 codes stand in for the mirror (the time does not depend on the value
 rows in all, of which ``--block`` are one user's. Measures ``torch._int_mm`` over the whole
 matrix, over the block gathered per call and over a kept contiguous block
 (``ScanMatrix.cosine_block``), usearch's exact search (``usearch.index.search(exact=True)``),
-and float16 / bfloat16 / float32 mat-vecs over the block. Prints the CPU p50 of each (thread
+float16 / bfloat16 / float32 mat-vecs over the block, and the two-column int8 dot products the
+event search takes (the question and its variant): numpy's ``einsum`` against numkong's SIMD
+kernel as ``graphmem.store.vector_math.int8_dots`` calls it, over all rows and over the block
+gathered per call. Prints the CPU p50 of each (thread
 time, so other processes on a busy machine count less).
 """
 
@@ -60,6 +63,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "bfloat16 mv, block": lambda: torch.mv(blockbf, torch.from_numpy(qf).to(torch.bfloat16)),
         "float32 einsum, block": lambda: np.einsum("ij,j->i", blockf, qf),
     }
+    from graphmem.store.vector_math import _numkong, int8_dots
+
+    q2 = rng.integers(-127, 128, size=(2, args.dim), dtype=np.int8)
+    cases["einsum int8 2 columns, all rows"] = lambda: np.einsum("ij,kj->ik", codes, q2, dtype=np.int32)
+    cases["einsum int8 2 columns, block gathered"] = lambda: np.einsum("ij,kj->ik", codes[rows], q2, dtype=np.int32)
+    if _numkong() is not None:
+        cases["int8_dots 2 columns, all rows"] = lambda: int8_dots(codes, q2)
+        cases["int8_dots 2 columns, block gathered"] = lambda: int8_dots(codes, q2, rows)
+        if not np.array_equal(int8_dots(codes, q2, rows[:50]), codes[rows[:50]].astype(np.int32) @ q2.T.astype(np.int32)):
+            raise SystemExit("numkong returned wrong dot products")
     try:
         from usearch.index import search
 

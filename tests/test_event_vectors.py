@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 
 from graphmem import Memory
 from graphmem.store.vectors import ScanMatrix, scan_cosines
@@ -63,8 +64,15 @@ def test_event_search_ranks_alike_on_int8_rows(make_memory: Callable[..., Memory
     assert overlap >= 0.9, overlap
 
 
-def test_int8_dots_are_the_exact_integer_products() -> None:
+@pytest.mark.parametrize("kernel", ["numkong", "einsum"])
+def test_int8_dots_are_the_exact_integer_products(kernel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphmem.store import vector_math
     from graphmem.store.vector_math import DOT_CHUNK, int8_dots
+
+    if kernel == "einsum":  # the fallback when numkong is missing
+        monkeypatch.setattr(vector_math, "_NUMKONG", [None])
+    else:
+        assert vector_math._numkong() is not None, "numkong is a core dependency"
 
     rng = np.random.default_rng(3)
     codes = rng.integers(-127, 128, (DOT_CHUNK + 500, 384), dtype=np.int8)
