@@ -209,6 +209,10 @@ class Settings(BaseModel):
     # name, its mean and spread over all events coming from kept sums (retrieve/event_shortlist.py)
     search_shortlist_min_events: int = 50_000
     search_shortlist_candidates: int = 4_000
+    # event search embeds its query texts on this many worker threads while the signals that need
+    # no vector are computed (retrieve/query_vectors.py): 2 each text on its own thread, 1 one
+    # padded pass on one thread, 0 one padded pass on the caller's thread first
+    search_query_threads: int = 2
     # entities from text and the multi-hop expansion (graphmem/retrieve/entities.py, search.py)
     extract_entities: bool = True  # link events to the names and dates their text mentions
     search_weight_mention: float = 0.1  # bonus for events whose text names a query entity
@@ -462,7 +466,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_weight_entity": _COUNT, "search_weight_tool": _COUNT, "search_weight_time": _COUNT,
     "search_weight_neighbour": _COUNT, "search_neighbour_window": _COUNT, "search_neighbour_decay": _UNIT,
     "search_entity_cap": _POSITIVE, "search_event_rows_max": _COUNT,
-    "search_shortlist_min_events": _COUNT, "search_shortlist_candidates": _POSITIVE, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
+    "search_shortlist_min_events": _COUNT, "search_shortlist_candidates": _POSITIVE, "search_query_threads": _COUNT, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
     "search_hop_seeds": _COUNT, "search_hop_max_events": _COUNT, "search_weight_date": _COUNT,
     "search_session_decay": _UNIT, "search_weight_feedback": _COUNT, "search_weight_stripped": _UNIT,
     "search_weight_session": _COUNT,

@@ -69,7 +69,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from graphmem.config import Settings
-from graphmem.embed import Embedder, embed_queries
+from graphmem.embed import Embedder
 from graphmem.models import Event, Learning
 from graphmem.retrieve.entities import EntityIndex
 from graphmem.retrieve.event_arrays import (
@@ -94,9 +94,11 @@ from graphmem.retrieve.event_arrays import (
 )
 from graphmem.retrieve.event_hops import continuation_shares
 from graphmem.retrieve.event_rank import pruned_feedback, weighted_sum
+from graphmem.retrieve.event_reasons import event_reasons
 from graphmem.retrieve.event_score import Ranked, sparse_score
 from graphmem.retrieve.event_shortlist import shortlist_cosines
 from graphmem.retrieve.event_terms import event_terms, query_words
+from graphmem.retrieve.query_vectors import QueryVectors, query_texts
 from graphmem.store.search import EventLayout
 
 HitKind = Literal["learning", "event"]
@@ -195,6 +197,10 @@ class EventSearch:
         store, s = self.store, self.settings
         n = len(layout.order)
         pos = layout.position
+        names = [index.names.get(k, k) for k in wanted]
+        # the model runs on a worker while the signals below that need no vector are computed
+        pending = QueryVectors(self.embedder, query_texts(query, strip_names(query, names), s.search_weight_stripped),
+                               threads=s.search_query_threads) if query else None
         entity, mention, entity_names, address = self._entity_signals(index, wanted, n, layout)
         tool_hit = np.zeros(n)
         tool_at: list[int] = []
@@ -209,8 +215,8 @@ class EventSearch:
         named_at = np.unique(np.concatenate(
             [entity_arrays(index, key, layout)[0][: s.search_entity_cap] for key in wanted]
             + [np.asarray(tool_at, dtype=np.int64), np.zeros(0, dtype=np.int64)]))
-        zeros = np.zeros(n)
-        if not query:
+        if pending is None:
+            zeros = np.zeros(n)
             return _Signals(zeros, zeros, entity, tool_hit, zeros, entity_names, mention, zeros, address=address)
         bm25 = np.zeros(n)
         catalog = store.event_catalog  # in-memory BM25 over the user's own events (not Kùzu's FTS)
@@ -220,20 +226,19 @@ class EventSearch:
                 bm25[p] = score
         # events the other signals name (event_shortlist.py): where entity, mention or tool is nonzero
         named = named_at[(entity[named_at] != 0) | (mention[named_at] != 0) | (tool_hit[named_at] != 0)], bm25
-        names = [index.names.get(k, k) for k in wanted]
         qwords = (query_words(query, names) if s.search_weight_terms > 0 and n <= s.search_terms_max_events
                   else [])
-        dense, stripped, session_sim, qvec, dense_stats, scanned = self._dense(
-            query, strip_names(query, names), layout, named)
-        terms = event_terms(store, self.embedder, self.user, layout, qwords, s.search_terms_floor,
-                            s.search_terms_max_events)
         temporal = time_values(layout) if asks_when(query) else np.zeros(n)
         priors = s.search_weight_length > 0 or s.search_weight_question_turn > 0
         length, asks = turn_priors(layout) if priors else (None, None)
         date = date_match(query, layout)
+        query_terms = tuple(catalog.lexical.query_terms(query))
+        dense, stripped, session_sim, qvec, dense_stats, scanned = self._dense(pending, layout, named)
+        terms = event_terms(store, self.embedder, self.user, layout, qwords, s.search_terms_floor,
+                            s.search_terms_max_events)
         return _Signals(dense, bm25, entity, tool_hit, temporal, entity_names,
                         mention, date, stripped=stripped, session_sim=session_sim,
-                        query_terms=tuple(catalog.lexical.query_terms(query)), address=address,
+                        query_terms=query_terms, address=address,
                         qvec=qvec, length=length, asks=asks, dense_stats=dense_stats, scanned=scanned,
                         named_at=named_at if scanned is not None else None, terms=terms)
 
@@ -329,21 +334,22 @@ class EventSearch:
         return fb, fill, cand
 
     def _dense(
-        self, query: str, stripped: str, layout: EventLayout, named: tuple[np.ndarray, np.ndarray] | tuple[()] = (),
+        self, pending: QueryVectors, layout: EventLayout, named: tuple[np.ndarray, np.ndarray] | tuple[()] = (),
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray, tuple[float, float] | None,
                np.ndarray | None]:
         """Cosine of every event to the query, and (when ``search_weight_stripped`` > 0 and the
         query names anchored entities) to the query without those names: the graph signals
-        already cover the names, the rest is what the question asks about. The last value is the
+        already cover the names, the rest is what the question asks about (``pending``: their
+        vectors, :func:`graphmem.retrieve.query_vectors.query_texts`). The fourth value is the
         unit vector of what is asked (the query without the names when that was embedded); the
-        last the mean and spread of the blended cosine when only a shortlist was scanned (large
+        fifth the mean and spread of the blended cosine when only a shortlist was scanned (large
         int8 mirrors, :mod:`graphmem.retrieve.event_shortlist`; ``named``: the positions the
         entity, mention and tool signals name and the BM25 array, whose events are scanned too), else None; then the positions scanned (None: every event)."""
         a = self.settings.search_weight_stripped
-        texts = [query, stripped] if a > 0 and stripped and stripped != query else [query]
+        texts = pending.texts
         # one forward pass for the question and its stripped variant on the query threads (the
         # bundled embedder's batch path is several times slower for a handful of texts on a busy CPU)
-        vecs = embed_queries(self.embedder, texts)
+        vecs = pending.result()
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         unit = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         # most of the mirror is this user's: scan it whole and pick their rows (no copy of their
@@ -561,41 +567,7 @@ class EventSearch:
         return out, at
 
     def _reasons(self, i: int, sig: _Signals, parts: dict[str, np.ndarray], tool: str | None) -> list[str]:
-        s = self.settings
-        out = []
-        if parts["vector"][i] > 0:
-            out.append(f"vector: cosine {sig.dense[i]:.3f} (rank {int(parts['dense_rank'][i])})")
-        if sig.bm25[i] > 0:
-            out.append(f"fulltext: bm25 {sig.bm25[i]:.3f} (rank {int(parts['bm_rank'][i])})")
-        if sig.entity[i] and s.search_weight_entity:
-            out.append("graph: via entity " + ", ".join(sig.entity_names.get(i, [])))
-        if sig.mention[i] and s.search_weight_mention and not (sig.entity[i] and s.search_weight_entity):
-            out.append("graph: text names " + ", ".join(sig.entity_names.get(i, [])))
-        if sig.date[i] and s.search_weight_date:
-            out.append("time: from a session in the period the query names")
-        if s.search_weight_hop * parts["hop"][i] >= 0.02 and sig.hop_via:
-            out.append(f"graph: second hop via {sig.hop_via.get(i, '?')} (+{s.search_weight_hop * parts['hop'][i]:.3f})")
-        if s.search_weight_prf * parts["prf"][i] >= 0.02:
-            out.append(f"words: shares rarer words with the best hits (+{s.search_weight_prf * parts['prf'][i]:.3f})")
-        if s.search_weight_rocchio * parts["rocchio"][i] >= 0.02:
-            out.append(f"vector feedback: close to the best hits (+{s.search_weight_rocchio * parts['rocchio'][i]:.3f})")
-        if sig.tool[i] and s.search_weight_tool:
-            out.append(f"graph: via tool {tool}")
-        if sig.temporal[i] and s.search_weight_time:
-            out.append("time: holds a date or time expression")
-        if sig.length is not None and s.search_weight_length * sig.length[i] >= 0.02:
-            out.append(f"turn: a longer turn than most (+{s.search_weight_length * sig.length[i]:.3f})")
-        if sig.asks is not None and sig.asks[i] and s.search_weight_question_turn:
-            out.append(f"turn: asks a question (-{s.search_weight_question_turn:.3f})")
-        terms = (s.search_weight_terms * sig.terms[i] / float(sig.terms.max())
-                 if sig.terms is not None and sig.terms[i] > 0 else 0.0)
-        if terms >= 0.02:
-            out.append(f"words: holds words related to the query's (+{terms:.3f})")
-        if s.search_weight_continuation * parts["continuation"][i] >= 0.02:
-            out.append(f"conversation: the same speaker's turn next to a best hit (+{s.search_weight_continuation * parts['continuation'][i]:.3f})")
-        if s.search_weight_neighbour * parts["near"][i] >= 0.05:
-            out.append(f"session: next to a strong hit (+{s.search_weight_neighbour * parts['near'][i]:.3f})")
-        return out
+        return event_reasons(i, sig, parts, tool, self.settings)
 
     def _anchor_only(
         self, order: list[str], anchor: np.ndarray, entity_names: NamesAt, tool: str | None, k: int
