@@ -298,12 +298,15 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path, check_
         exact = same_as_full_scan(mem, qs[10:]) if check_exact else {}
         writes: dict[str, dict[str, list[float]]] = {}
         found = {"now": 0, "later": 0}
-        nonce = "".join(chr(97 + int(x)) for x in np.random.default_rng().integers(0, 26, 6))
+        rng = np.random.default_rng()
+        nonce = "".join(chr(97 + int(x)) for x in rng.integers(0, 26, 6))
         for mode in ("now", "later"):
             mem.settings = mem.settings.model_copy(update={"event_embed_later": mode == "later"})
             w = writes[mode] = {"record": [], "record_cpu": [], "search": [], "search_cpu": []}
             for i in range(30):
-                words = " ".join(RARE[(7 * i + j * 5 + (mode == "later")) % len(RARE)] for j in range(3))
+                # drawn afresh each run: on a kept file, earlier runs' events with the same three
+                # words (and the neighbours they lift each other with) would crowd the new one out
+                words = " ".join(str(w) for w in rng.choice(RARE, 3, replace=False))
                 text = f"Zq{nonce}{mode[0]}{i} {words}"  # a word no other event holds (the file may be reused)
                 t, c = time.perf_counter(), time.process_time()
                 event = mem.record_event("message", text, role="Dana", session_id=f"bench{i % 3}")
