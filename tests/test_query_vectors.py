@@ -127,3 +127,25 @@ def test_a_forked_child_embeds_with_workers_of_its_own() -> None:
         os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     assert got == b"1"
+
+
+def test_searches_naming_a_speaker_from_many_threads_while_writing(make_memory: Callable[..., Memory]) -> None:
+    """Two texts per search on the shared workers, searched from several threads while three
+    others write: under a watchdog, nothing hangs or raises and every checked write is found."""
+    from tests.test_event_layout import write_while_searching
+
+    class _Noting(HashEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.on_workers = 0
+
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            if threading.current_thread().name.startswith("graphmem-query-embed"):
+                self.on_workers += 1  # (a lost count between threads only lowers it)
+            return super().embed(texts)
+
+    emb = _Noting()
+    mem = make_memory(embedder=emb, settings=Settings(search_query_threads=2))
+    _record(mem)
+    write_while_searching(mem, notes=15, check_every=5, query="What did Dana say about the lake?", seconds=90)
+    assert emb.on_workers >= 2  # the searches' texts were embedded on the shared workers

@@ -7,8 +7,9 @@ turn priors. Those run on the calling thread while workers run the model's forwa
 (torch leaves the GIL while it computes), so on a machine with two or more cores the search
 costs about the embedding plus what needs the vector, not the sum of everything.
 
-``Settings.search_query_threads`` says how (measured on this 2-core machine, MiniLM, one
-question and its variant, ``python -m benchmarks.events_scale``):
+``Settings.search_query_threads`` says how (MiniLM, one question and its variant, measured
+alone on this 2-core machine; the searches themselves: docs/benchmarks.md, ``python -m
+benchmarks.events_scale``):
 
 - 2 (default): each text on its own worker, one unpadded forward pass each, side by side: the
   two vectors in about the time of one (13.8 ms wall against 20.6 ms for one padded pass of

@@ -347,9 +347,7 @@ class EventSearch:
         entity, mention and tool signals name and the BM25 array, whose events are scanned too), else None; then the positions scanned (None: every event)."""
         a = self.settings.search_weight_stripped
         texts = pending.texts
-        # one forward pass for the question and its stripped variant on the query threads (the
-        # bundled embedder's batch path is several times slower for a handful of texts on a busy CPU)
-        vecs = pending.result()
+        vecs = pending.result()  # embedded on the query workers meanwhile (retrieve/query_vectors.py)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         unit = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         # most of the mirror is this user's: scan it whole and pick their rows (no copy of their

@@ -98,9 +98,9 @@ def int8_dots(codes: np.ndarray, q_codes: np.ndarray, rows: np.ndarray | None = 
     Exact: a product of two int8 codes is at most 127² and a row of 384 of them sums far
     below 2²³, so any order of summation gives the same integers (the scale factors are
     applied by the caller). The products are taken by numkong's SIMD int8 kernel on the
-    caller's thread (numpy's ``einsum`` when numkong is missing). Measured on this 2-core
-    machine for two query columns: 100k rows in 5.4 ms against 24 ms with einsum; 21.7k
-    gathered rows in 4.5 ms against 13 ms (``python -m benchmarks.vector_scans``)."""
+    caller's thread (numpy's ``einsum`` when numkong is missing). CPU p50 on this 2-core
+    machine for two query columns: 100k rows 6.2 ms against 24.2 ms with einsum; 21.8k
+    gathered rows 4.5 ms against 8.4 ms (``python -m benchmarks.vector_scans``)."""
     q = np.ascontiguousarray(q_codes, dtype=np.int8)
     if rows is None:
         return _dots(np.ascontiguousarray(codes), q)
