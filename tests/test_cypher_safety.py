@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,19 +12,29 @@ import networkx as nx
 import pytest
 
 from graphmem import CypherError, HashEmbedder, InvalidInputError, Memory
+from tests.conftest import offline_llm
 
 
 def _count(mem: Memory, label: str = "Learning") -> int:
     return int(mem.cypher(f"MATCH (n:{label}) RETURN count(n) AS n", scope="all")[0]["n"])
 
 
+@pytest.fixture(scope="module")
+def filled_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Alice's file, written once per module; each test opens a copy of it."""
+    path = tmp_path_factory.mktemp("filled") / "memory.kuzu"
+    with Memory(path, user="alice", embedder=HashEmbedder(), llm=offline_llm()) as mem:
+        mem.add_learning("Alice's secret: the launch code is 1234", tool="send_email", entities=["Acme"],
+                         topics=["launch"])
+        mem.add_learning("Alice prefers short emails", tool="send_email", topics=["email style"])
+        mem.record_event("tool_call", "alice called send_email about the launch", tool="send_email")
+    return path
+
+
 @pytest.fixture
-def filled(make_memory: Callable[..., Memory]) -> Memory:
-    mem = make_memory("alice")
-    mem.add_learning("Alice's secret: the launch code is 1234", tool="send_email", entities=["Acme"], topics=["launch"])
-    mem.add_learning("Alice prefers short emails", tool="send_email", topics=["email style"])
-    mem.record_event("tool_call", "alice called send_email about the launch", tool="send_email")
-    return mem
+def filled(filled_once: Path, db_path: Path, make_memory: Callable[..., Memory]) -> Memory:
+    shutil.copy2(filled_once, db_path)
+    return make_memory("alice")
 
 
 def _reopened_count(db_path: Path) -> int:

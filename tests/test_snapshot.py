@@ -70,16 +70,31 @@ def _store(path: Path, mirror_snapshot: bool = True, read_only: bool = False) ->
                           mirror_snapshot_min_rows=1, read_only=read_only)
 
 
+@pytest.fixture(scope="module")
+def filled_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One filled file per module (filling takes seconds); each test gets a copy of it."""
+    path = tmp_path_factory.mktemp("filled") / "memory.kuzu"
+    _fill(path)
+    assert snapshot.path_of(path).exists()  # written by the clean close
+    return path
+
+
+def _copy_filled(source: Path, path: Path) -> Path:
+    """``source`` and its snapshot copied to ``path`` (copy2 keeps the mtime the fingerprint holds)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, path)
+    shutil.copy2(snapshot.path_of(source), snapshot.path_of(path))
+    return path
+
+
 @pytest.fixture
-def filled(db_path: Path) -> Path:
-    _fill(db_path)
-    assert snapshot.path_of(db_path).exists()  # written by the clean close
-    return db_path
+def filled(filled_once: Path, db_path: Path) -> Path:
+    return _copy_filled(filled_once, db_path)
 
 
 @pytest.mark.parametrize("storage", ["float32", "int8"])
-def test_snapshot_builds_the_same_mirrors_as_reading_the_file(db_path: Path, storage: str) -> None:
-    _fill(db_path)
+def test_snapshot_builds_the_same_mirrors_as_reading_the_file(filled: Path, storage: str) -> None:
+    db_path = filled
     emb = HashEmbedder()
     opened = KuzuGraphStore(db_path, dim=emb.dim, embedder_name=emb.name, vector_storage=storage, mirror_snapshot_min_rows=1)
     opened.close()  # the snapshot now holds this storage

@@ -6,6 +6,7 @@ Shared by :mod:`graphmem.store.vectors` (which re-exports them) and its HNSW par
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ def _torch() -> Any:
     if not _TORCH:
         module: Any
         try:
-            import torch as module
+            module = importlib.import_module("torch")
         except ImportError:
             module = None
         _TORCH.append(module)
