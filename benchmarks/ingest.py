@@ -240,6 +240,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--singles", type=int, default=100, help="single add_learning / record_event calls timed")
     parser.add_argument("--open-size", type=int, default=100_000, help="0 skips the open measurement")
     parser.add_argument("--embedder", choices=["minilm", "hash", "both"], default="both")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[0, 1, 100, 1000],
+                        help="learnings in the files whose size is measured (none given: no size measurement)")
     parser.add_argument("--json-out", type=Path, default=None, help="where to write the JSON (and its PNG beside it)")
     parser.add_argument("--save", action="store_true", help="write the tracked benchmarks/results/ingest.json")
     args = parser.parse_args(argv)
@@ -249,7 +251,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in names:
         result["ingest"][name] = measure_add(_embedder(name), args.n, args.batch, args.at, args.singles)
     result["file_parts"] = {}
-    result["file_bytes"] = measure_sizes(parts=result["file_parts"])
+    result["file_bytes"] = measure_sizes(tuple(args.sizes), parts=result["file_parts"]) if args.sizes else {}
     if args.open_size:
         result["open"] = measure_open(args.open_size)
     table = Table(title=f"graphmem ingest (python -m benchmarks.ingest), {args.at:,} learnings in the file")

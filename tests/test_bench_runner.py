@@ -88,12 +88,12 @@ def test_guard_history_round_trip_and_trend(tmp_path: Path) -> None:
 
 
 def test_loop_simulation_tiny_config_returns_per_window_rates() -> None:
-    cfg = LoopConfig(episodes=24, window=8, cycle_every=12, slots=3, seed=1)
+    cfg = LoopConfig(episodes=16, window=8, cycle_every=8, slots=3, seed=1)
     result = simulate(cfg, embedder=HashEmbedder())
     names = [r["name"] for r in result["runs"]]
     assert names[0] == "vanilla" and len(names) == 5
     for run in result["runs"]:
-        assert len(run["curve"]) == 3
+        assert len(run["curve"]) == 2
         assert all(0.0 <= v <= 1.0 for v in run["curve"])
         assert run["injections_accepted"] == 0
     again = simulate(cfg, embedder=HashEmbedder())
@@ -103,7 +103,7 @@ def test_loop_simulation_tiny_config_returns_per_window_rates() -> None:
 def test_loop_compares_exploration_and_pairs_the_seeds() -> None:
     from benchmarks.loop import aggregate
 
-    per_seed = [simulate(LoopConfig(episodes=16, window=8, cycle_every=8, slots=3, seed=s, exploration=0.0,
+    per_seed = [simulate(LoopConfig(episodes=8, window=8, cycle_every=8, slots=3, seed=s, exploration=0.0,
                                     compare_exploration=0.3), embedder=HashEmbedder()) for s in (0, 1)]
     names = [r["name"] for r in per_seed[0]["runs"]]
     assert "online only (prior on, exploration 0.3)" in names and "online only (prior on, exploration 0)" in names
