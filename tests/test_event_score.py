@@ -176,3 +176,13 @@ def test_date_keys_are_the_date_mentions_of_extract_entities() -> None:
              "On 1 January 2024 and 1 January 2024 again"]
     for text in texts:
         assert date_keys(text) == [m.key for m in extract_entities(text) if m.kind == "date"], text
+
+
+def test_scattered_reads_like_the_array_it_stands_for() -> None:
+    from graphmem.retrieve.event_score import Scattered
+
+    x = Scattered(6, np.array([1, 4]), np.array([0.5, 2.0]))
+    dense = np.array([0.0, 0.5, 0.0, 0.0, 2.0, 0.0])
+    assert [x[i] for i in range(6)] == dense.tolist()
+    assert np.array_equal(x, dense) and np.array_equal(x[np.array([4, 0])], dense[[4, 0]])
+    assert x.astype(np.float32).dtype == np.float32 and x[5] == 0.0 and not x[np.int64(3)] > 0

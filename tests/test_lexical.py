@@ -71,6 +71,20 @@ def test_scores_equal_reference_bm25(user: str, query: str) -> None:
     assert other == pytest.approx(reference_bm25(CORPUS, user, query, k1=2.0, b=0.3), rel=1e-12)
 
 
+@pytest.mark.parametrize("user,query", [("bob", "email billing Globex"), ("alice", "Acme email attachments short")])
+def test_few_postings_among_many_rows_score_as_the_reference(user: str, query: str) -> None:
+    """Few postings against many rows are summed by sorting them, not over an array of every row:
+    the same rows (ascending) and the same scores."""
+    docs = CORPUS + [(("alice", "bob", "carol")[i % 3], False, f"filler row {i} about kayaks and lanterns")
+                     for i in range(400)]
+    index = build(docs)
+    rows, scores = index.scores(query, user)
+    expected = reference_bm25(docs, user, query)
+    assert sum(index._postings(t)[0].size for t in index.query_terms(query)) * 8 < len(docs)  # the sorted sums
+    assert rows.tolist() == sorted(expected)
+    assert scores.tolist() == pytest.approx([expected[r] for r in rows.tolist()], rel=1e-12)
+
+
 def test_search_orders_truncates_and_masks() -> None:
     index = build(CORPUS)
     hits = index.search("email billing Globex never", "bob", k=2)

@@ -35,6 +35,30 @@ from graphmem.store.search import EventLayout
 OUTSIDE = -1.0  # the cosine the shortlist gives the events it did not scan (event_shortlist.OUTSIDE)
 
 
+class Scattered:
+    """A per-event array that is zero outside the positions ``at`` (ascending, distinct) and
+    ``values`` there, without an array of every event (~1 ms each to fill at a million events):
+    ``x[i]`` for one position, ``np.asarray(x)`` (or ``x[positions]``) for the whole array."""
+
+    def __init__(self, n: int, at: np.ndarray, values: np.ndarray) -> None:
+        self.at, self.values, self.shape = at, values, (n,)
+
+    def __getitem__(self, i: Any) -> Any:
+        if np.ndim(i) == 0:
+            j = int(np.searchsorted(self.at, i))
+            return self.values[j] if j < self.at.size and self.at[j] == i else np.float64(0.0)
+        return np.asarray(self)[i]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.zeros(self.shape[0], dtype=np.float64)
+        out[self.at] = self.values
+        return out if dtype is None else out.astype(dtype)
+
+    def astype(self, dtype: Any) -> np.ndarray:
+        """The whole array as ``dtype``."""
+        return np.asarray(self).astype(dtype)
+
+
 class RankAmong(RankOf):
     """:class:`RankOf` of the positions ``at`` (ascending) with the scores ``values`` (aligned):
     the rank among every event for a position whose score is above all the scores left out
@@ -103,8 +127,8 @@ def sparse_score(
     peak = max(float(base_p.max(initial=0.0)), 0.0)  # the events left out have a base of 0
     if peak > 0:
         base_p = base_p / peak
-    v, t, base = np.zeros(n), np.zeros(n), np.zeros(n)
-    v[p], t[p], base[p] = v_p, t_p, base_p
+    base = np.zeros(n)  # (every event: the neighbours below read it at any position)
+    base[p] = base_p
     # the support: every event where a term other than the time flag and the turn priors is nonzero
     graph_terms = [(w, x) for w, x in ((s.search_weight_entity, sig.entity), (s.search_weight_mention, sig.mention),
                                        (s.search_weight_tool, sig.tool)) if w != 0]
@@ -140,19 +164,20 @@ def sparse_score(
         own = own - s.search_weight_address * sig.address[w]
     if sig.length is not None and sig.asks is not None:
         own = own + s.search_weight_length * sig.length[w] - s.search_weight_question_turn * sig.asks[w]
-    near = np.zeros(n)
+    near_w = np.zeros(w.size)
     if use_near:
-        near_w = np.zeros(w.size)
         for d in range(neighbours.shape[1]):
             decay = s.search_neighbour_decay ** (d // 2)
             at = neighbours[w, d]
             got = base[at]
             got[at < 0] = 0.0  # no neighbour
             near_w = np.maximum(near_w, got * decay if decay != 1.0 else got)
-        near[w] = near_w
     final = prior_scores(layout, sig, s, timed).copy()
-    final[w] = own + s.search_weight_neighbour * near[w]
+    final[w] = own + s.search_weight_neighbour * near_w
     bm_at = np.flatnonzero(bm_p > 0)
+    # the parts the hits' reasons read at a few positions: zero off the scanned events (vector,
+    # fulltext) and off the support (near)
+    v, t, near = Scattered(n, p, v_p), Scattered(n, p, t_p), Scattered(n, w, near_w)
     return final, {"vector": v, "fulltext": t, "base": base, "near": near,
                    "dense_rank": RankAmong(dense_p, p), "bm_rank": RankAmong(bm_p[bm_at], p[bm_at])}
 

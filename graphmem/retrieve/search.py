@@ -219,13 +219,17 @@ class EventSearch:
             zeros = np.zeros(n)
             return _Signals(zeros, zeros, entity, tool_hit, zeros, entity_names, mention, zeros, address=address)
         bm25 = np.zeros(n)
+        bm25_at: list[int] = []  # its positions (BM25 scores are > 0)
         catalog = store.event_catalog  # in-memory BM25 over the user's own events (not Kùzu's FTS)
         for row, score in catalog.lexical.search(query, self.user, s.search_candidates, k1=s.bm25_k1, b=s.bm25_b):
             p = pos.get(catalog.vectors.ids[row])
             if p is not None:
                 bm25[p] = score
-        # events the other signals name (event_shortlist.py): where entity, mention or tool is nonzero
-        named = named_at[(entity[named_at] != 0) | (mention[named_at] != 0) | (tool_hit[named_at] != 0)], bm25
+                bm25_at.append(p)
+        # events the other signals name (event_shortlist.py): where entity, mention or tool is
+        # nonzero, and the BM25 hits
+        named = (named_at[(entity[named_at] != 0) | (mention[named_at] != 0) | (tool_hit[named_at] != 0)],
+                 np.asarray(bm25_at, dtype=np.int64))
         qwords = (query_words(query, names) if s.search_weight_terms > 0 and n <= s.search_terms_max_events
                   else [])
         temporal = time_values(layout) if asks_when(query) else np.zeros(n)
@@ -344,7 +348,8 @@ class EventSearch:
         unit vector of what is asked (the query without the names when that was embedded); the
         fifth the mean and spread of the blended cosine when only a shortlist was scanned (large
         int8 mirrors, :mod:`graphmem.retrieve.event_shortlist`; ``named``: the positions the
-        entity, mention and tool signals name and the BM25 array, whose events are scanned too), else None; then the positions scanned (None: every event)."""
+        entity, mention and tool signals name and the positions of the BM25 hits, whose events
+        are scanned too), else None; then the positions scanned (None: every event)."""
         a = self.settings.search_weight_stripped
         texts = pending.texts
         vecs = pending.result()  # embedded on the query workers meanwhile (retrieve/query_vectors.py)
@@ -356,8 +361,7 @@ class EventSearch:
         blend = a if len(texts) > 1 else 0.0
         short = None
         if named:  # (positions where entity, mention or tool is nonzero, bm25)
-            short = shortlist_cosines(self.store, layout, unit, blend, named[0], np.flatnonzero(named[1]),
-                                      self.settings)
+            short = shortlist_cosines(self.store, layout, unit, blend, named[0], named[1], self.settings)
         sims, stats, scanned = short if short is not None else (user_cosines(vectors, layout.rows, unit), None, None)
         session_sim = None
         if self.settings.search_weight_session > 0:
