@@ -87,13 +87,13 @@ def test_outcome_right_after_context_in_many_threads(make_memory: Callable[..., 
     mem.add_learnings([{"content": f"Keep email {i} short", "tool": "send_email"} for i in range(30)])
 
     def agent() -> None:
-        for i in range(25):
+        for i in range(15):
             ctx = mem.context(f"write email {i}", tool="send_email")
             mem.record_outcome(ctx.id, success=i % 2 == 0)
 
     assert _run_with_watchdog([agent] * 6) == []
     n = mem.cypher("MATCH (a:Application) WHERE a.outcome IS NOT NULL RETURN count(a) AS n", scope="all")[0]["n"]
-    assert n == 6 * 25
+    assert n == 6 * 15
     assert mirror_mismatches(mem.store) == []
 
 
@@ -205,14 +205,14 @@ def test_write_ahead_log_is_checkpointed_past_its_limit(make_memory: Callable[..
 
 def test_long_single_thread_session_then_close(db_path: Path, make_memory: Callable[..., Memory]) -> None:
     mem = make_memory()
-    for start in range(0, 5000, 100):
+    for start in range(0, 2000, 100):
         mem.add_learnings([{"content": f"Learning {i} about tool {i % 7}", "tool": f"tool{i % 7}"} for i in range(start, start + 100)])
     ids = [mem.context(f"use tool {i % 7}", tool=f"tool{i % 7}").id for i in range(120)]
     mem.close()
     again = make_memory()
     n = again.cypher("MATCH (a:Application) RETURN count(a) AS n", scope="all")[0]["n"]
     assert n == len(ids) == 120
-    assert again.cypher("MATCH (l:Learning) RETURN count(l) AS n", scope="all")[0]["n"] == 5000
+    assert again.cypher("MATCH (l:Learning) RETURN count(l) AS n", scope="all")[0]["n"] == 2000
     assert mirror_mismatches(again.store) == []
 
 

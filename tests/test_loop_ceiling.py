@@ -31,7 +31,7 @@ def test_failure_split_of_nothing_is_zero() -> None:
 
 
 def test_the_prior_margin_never_exceeds_its_ceiling(tmp_path: Path) -> None:
-    per_seed = [simulate(LoopConfig(episodes=30, window=15, cycle_every=15, slots=3, seed=s, noise=0.2, wrong=0.3),
+    per_seed = [simulate(LoopConfig(episodes=20, window=10, cycle_every=10, slots=3, seed=s, noise=0.2, wrong=0.3),
                          embedder=HashEmbedder()) for s in (0, 1)]
     result = aggregate(per_seed)
     runs = {r["name"]: r for r in result["runs"]}
@@ -40,10 +40,10 @@ def test_the_prior_margin_never_exceeds_its_ceiling(tmp_path: Path) -> None:
         on, off = runs[f"{mode} (prior on, exploration 0)"], runs[f"{mode} (prior off)"]
         for k in range(2):
             # every true failure has a cause, so the split adds up to the failures of the run
-            assert sum(on["failures_by_seed"][k].values()) == pytest.approx(30 * (1 - on["overall_by_seed"][k]))
-            assert sum(off["failures_by_seed"][k].values()) == pytest.approx(30 * (1 - off["overall_by_seed"][k]))
+            assert sum(on["failures_by_seed"][k].values()) == pytest.approx(20 * (1 - on["overall_by_seed"][k]))
+            assert sum(off["failures_by_seed"][k].values()) == pytest.approx(20 * (1 - off["overall_by_seed"][k]))
             assert d["by_seed"][k] <= d["ceiling_by_seed"][k] + 1e-9
-            assert d["off_repeats_by_seed"][k] == pytest.approx(100 * off["failures_by_seed"][k]["repeats"] / 30)
+            assert d["off_repeats_by_seed"][k] == pytest.approx(100 * off["failures_by_seed"][k]["repeats"] / 20)
         assert d["ceiling_mean"] == pytest.approx(sum(d["ceiling_by_seed"]) / 2)
         for r in (on, off):
             # each repeat is counted once more by the record the wrong learning had when shown
@@ -54,7 +54,7 @@ def test_the_prior_margin_never_exceeds_its_ceiling(tmp_path: Path) -> None:
     mean, sd = pairs["online only"]
     assert len(mean) == len(sd) == 2 and all(v >= 0 for v in sd)
     png = tmp_path / "band.png"
-    plot_band(result, 15, png)
+    plot_band(result, 10, png)
     assert png.stat().st_size > 0
 
 
