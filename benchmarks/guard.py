@@ -76,7 +76,7 @@ def load_history(path: Path) -> list[Entry]:
 
 def append_history(path: Path, entry: Mapping[str, Any], cap: int = HISTORY_CAP) -> None:
     """Append one entry, keeping at most ``cap`` (the newest)."""
-    history = load_history(path) + [dict(entry)]
+    history = [*load_history(path), dict(entry)]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in history[-cap:]), encoding="utf-8")
 

@@ -280,7 +280,7 @@ def print_tables(result: Mapping[str, Any], console: Any) -> None:
         table.add_column("n", justify="right")
         for m in METRICS:
             table.add_column(m, justify="right")
-        for kind, agg in list(v["per_kind"].items()) + [("overall", v["overall"])]:
+        for kind, agg in [*v["per_kind"].items(), ("overall", v["overall"])]:
             table.add_row(kind, str(agg["n"]), *[_fmt(agg.get(m), agg.get("noise_total") if m == "noise" else None)
                                                  for m in METRICS])
         console.print(table)
