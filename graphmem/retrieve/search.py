@@ -360,7 +360,7 @@ class EventSearch:
         vectors = self.store.event_catalog.vectors
         blend = a if len(texts) > 1 else 0.0
         short = None
-        if named:  # (positions where entity, mention or tool is nonzero, bm25)
+        if named:  # (positions where entity, mention or tool is nonzero, the BM25 hits' positions)
             short = shortlist_cosines(self.store, layout, unit, blend, named[0], named[1], self.settings)
         sims, stats, scanned = short if short is not None else (user_cosines(vectors, layout.rows, unit), None, None)
         session_sim = None

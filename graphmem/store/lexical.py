@@ -481,7 +481,7 @@ class LexicalIndex:
             df = self.doc_freq(term, user)
             if df <= 0:
                 continue
-            rows, tfs = self._postings(term)
+            rows, tf = self._postings(term)
             if mask is not None or df < rows.shape[0]:  # (df == the postings: the user sees every one)
                 bucket = self._bucket[rows]
                 keep = (bucket == SHARED) | (bucket == code) if code > 0 else bucket == SHARED
@@ -489,10 +489,9 @@ class LexicalIndex:
                     inside = rows < mask.shape[0]
                     keep &= inside
                     keep[inside] &= mask[rows[inside]]
-                rows, tfs = rows[keep], tfs[keep]
+                rows, tf = rows[keep], tf[keep]
             if rows.size == 0:
                 continue
-            tf = tfs
             idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
             norm = k1 * (1.0 - b + b * self._dl[rows] / avgdl)
             parts_rows.append(rows)
