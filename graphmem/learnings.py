@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from graphmem.embed import embed_with_progress
+from graphmem.embed_workers import embed_one_beside
 from graphmem.errors import InvalidInputError
 from graphmem.inputs import (
     model_errors,
@@ -106,8 +107,12 @@ class LearningService:
             objective_id=objective_id, created_at=created_at,
         )
         learning = self.screened(learning)
-        embedding = self.deps.embed_one(_embedding_text(learning))
-        return self.store_learning(learning, links, embedding)
+        text = _embedding_text(learning)
+        if self.deps.settings.embed_beside_writes:  # computed on a worker while the rest is written
+            vector: np.ndarray | Callable[[], np.ndarray] = embed_one_beside(self.deps.embedder, text)
+        else:
+            vector = self.deps.embed_one(text)
+        return self.store_learning(learning, links, vector)
 
     def add_learnings(
         self, items: Sequence[Mapping[str, Any]], *, progress: Callable[[int, int], None] | None = None
@@ -238,15 +243,20 @@ class LearningService:
         )
         return learning, links
 
-    def store_learning(self, learning: Learning, links: LearningLinks, embedding: np.ndarray) -> Learning:
+    def store_learning(self, learning: Learning, links: LearningLinks,
+                       embedding: np.ndarray | Callable[[], np.ndarray]) -> Learning:
         """Insert, or merge into an existing exact duplicate.
 
         The duplicate check runs inside the write transaction, so threads adding the same
-        content at once store one learning (the others count validations on it).
+        content at once store one learning (the others count validations on it). ``embedding``
+        may be a function returning the vector (being computed meanwhile): the store calls it
+        just before the commit. An embedder error rolls the write back, a merge's too.
         """
         with self.deps.store.transaction():
             existing_id = self.deps.store.learning_catalog.find_exact(learning.user_id, content_key(learning.content))
             if existing_id is not None:
+                if callable(embedding):
+                    embedding()  # a merge keeps the stored vector, but an embedder error still refuses the write
                 stored = self.merge_into(self.deps.store.get_learning(existing_id), learning, links)
             else:
                 with self.deps.store.joined_writes():  # the CREATE and the summary bump: one statement

@@ -140,7 +140,7 @@ def test_searches_naming_a_speaker_from_many_threads_while_writing(make_memory: 
             self.on_workers = 0
 
         def embed(self, texts: Sequence[str]) -> np.ndarray:
-            if threading.current_thread().name.startswith("graphmem-query-embed"):
+            if threading.current_thread().name.startswith("graphmem-embed"):
                 self.on_workers += 1  # (a lost count between threads only lowers it)
             return super().embed(texts)
 

@@ -20,41 +20,18 @@ benchmarks.events_scale``):
 The vectors are each text's own embedding (``embed([text])``) with 2, and the padded pass's
 rows (equal to those within float rounding, :meth:`graphmem.embed.SentenceTransformerEmbedder.embed_queries`)
 with 0 and 1. An error in the embedding reaches the caller when it asks for the vectors. The
-workers are threads made on first use; a forked child makes its own.
+workers are :mod:`graphmem.embed_workers`' threads.
 """
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 import numpy as np
 
 from graphmem.embed import Embedder, embed_queries
-
-WORKERS = 2  # worker threads shared by every search of the process
-
-_POOL: list[ThreadPoolExecutor] = []
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    with _POOL_LOCK:
-        if not _POOL:
-            _POOL.append(ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="graphmem-query-embed"))
-        return _POOL[0]
-
-
-def _forget_pool_in_child() -> None:
-    """A forked child has none of the parent's threads: it starts a pool of its own when needed."""
-    global _POOL_LOCK
-    _POOL_LOCK = threading.Lock()
-    _POOL.clear()
-
-
-os.register_at_fork(after_in_child=_forget_pool_in_child)
+from graphmem.embed_workers import pool
 
 
 def query_texts(query: str, stripped: str, weight_stripped: float) -> list[str]:
@@ -74,9 +51,9 @@ class QueryVectors:
         if threads <= 0:
             self._value = embed_queries(embedder, self.texts)
         elif threads == 1 or len(self.texts) == 1:
-            self._futures = [_pool().submit(embed_queries, embedder, self.texts)]
+            self._futures = [pool().submit(embed_queries, embedder, self.texts)]
         else:
-            self._futures = [_pool().submit(embed_queries, embedder, [t]) for t in self.texts]
+            self._futures = [pool().submit(embed_queries, embedder, [t]) for t in self.texts]
 
     def result(self) -> np.ndarray:
         """The ``(len(texts), dim)`` float32 vectors (waits for the workers; re-raises their error)."""

@@ -108,6 +108,7 @@ class KuzuBase(DeferredWriter, FulltextIndexes, HeldStatement):
         self._tx_depth = 0
         self._tx_serial = 0
         self._after_commit: list[Callable[[], None]] = []
+        self._before_commit: list[Callable[[], None]] = []
         self._deferred: deque[Callable[[], None]] = deque()  # writes queued for the background writer
         self._deferred_cond = threading.Condition()
         self._writer: threading.Thread | None = None
@@ -318,12 +319,17 @@ class KuzuBase(DeferredWriter, FulltextIndexes, HeldStatement):
             self._tx_depth = 1
             self._tx_serial += 1  # tells this transaction's batch writes apart (store/learnings.py)
             self._after_commit = []
+            self._before_commit = []
             try:
                 yield
                 self._flush_held()
+                while self._before_commit:
+                    self._before_commit.pop(0)()
+                    self._flush_held()
             except BaseException as e:
                 self._tx_depth = 0
                 self._after_commit = []
+                self._before_commit = []
                 self._drop_held()
                 _rollback(conn)  # Kùzu may already have rolled back after the failing statement
                 if is_pool_error(e) and not isinstance(e, BufferPoolError):
@@ -388,6 +394,17 @@ class KuzuBase(DeferredWriter, FulltextIndexes, HeldStatement):
         else:
             with self._lock.exclusive():
                 fn()
+
+    def before_commit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` at the end of the current write transaction, just before its COMMIT and
+        inside it (its writes commit with the rest; an error it raises rolls everything back).
+
+        ``add_learning`` writes a new learning's vector this way, after its node and edges, so
+        that the embedding computes on a worker while they are written.
+        """
+        if not self.in_transaction():
+            raise StoreError("before_commit needs an open write transaction")
+        self._before_commit.append(fn)
 
     def _prepared(self, conn: kuzu.Connection, cypher: str) -> Any:
         """A cached prepared statement for one of graphmem's own queries on ``conn``.

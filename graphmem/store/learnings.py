@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -168,9 +168,33 @@ class LearningStore(KuzuBase):
         self._loaded_index: dict[str, int] = {}
         self._dirty_ids: set[str] = set()
 
-    def insert_learning(self, learning: Learning, embedding: np.ndarray, links: LearningLinks) -> None:
-        """Write the learning, its Tool/Topic/Entity/ObjectiveType nodes and edges in one transaction."""
-        self.insert_learnings([(learning, embedding, links)])
+    def insert_learning(self, learning: Learning, embedding: np.ndarray | Callable[[], np.ndarray],
+                        links: LearningLinks) -> None:
+        """Write the learning, its Tool/Topic/Entity/ObjectiveType nodes and edges in one transaction.
+
+        ``embedding`` may be a function that returns the vector: the node is then written without
+        it and the function is called at the end of the transaction, just before its commit, whose
+        vector is written then (the embedding computes on a worker meanwhile; an error it raises
+        rolls the whole write back).
+        """
+        if not callable(embedding):
+            self.insert_learnings([(learning, embedding, links)])
+            return
+        with self.transaction():
+            params = learning_params(learning)
+            entry = (learning.id, links, learning.created_at, learning.user_id)
+            self._insert_one(params, entry)
+            self.before_commit(functools.partial(self._write_vector, learning, embedding, params))
+
+    def _write_vector(self, learning: Learning, source: Callable[[], np.ndarray], params: dict[str, Any]) -> None:
+        """Before the commit of the transaction that created ``learning`` without its vector: write it."""
+        vector = np.asarray(source(), dtype=np.float32).reshape(-1)
+        if vector.shape != (self.dim,) or not np.all(np.isfinite(vector)):
+            raise StoreError(f"the embedder returned a vector of shape {vector.shape} (or not finite) "
+                             f"where {self.dim} finite numbers were expected; nothing was written")
+        self.write("MATCH (l:Learning {id: $id}) SET l.embedding = $embedding",
+                   {"id": learning.id, "embedding": [float(x) for x in vector]})
+        self.on_commit(functools.partial(self._committed, learning, vector, params["content_key"], params["search_text"]))
 
     def insert_learnings(self, items: Sequence[tuple[Learning, np.ndarray, LearningLinks]]) -> None:
         """Write new learnings with their nodes and edges in one transaction.
@@ -195,20 +219,26 @@ class LearningStore(KuzuBase):
             if batch:
                 self._load_nodes("Learning", rows)
                 self._copy_links(entries)
-            else:
+            elif len(rows) == 1:
+                self._insert_one(rows[0], entries[0])
+            else:  # several on a store that cannot COPY (Bolt): a CREATE per node, then the edges
                 props = ", ".join(f"{p}: ${p}" for p in rows[0])
-                if len(rows) == 1 and not (self.can_copy() and not self._rels_seeded(entries)):
-                    self._create_linked(props, rows[0], entries[0])  # one statement for the node and its anchors
-                else:
-                    for params in rows:
-                        self.write(f"CREATE (l:Learning {{{props}}})", params)
-                    if self.can_copy() and not self._rels_seeded(entries):
-                        self._copy_links(entries)
-                    else:
-                        self._link_many(entries, new=True)
+                for params in rows:
+                    self.write(f"CREATE (l:Learning {{{props}}})", params)
+                self._link_many(entries, new=True)
             for (learning, embedding, _), params in zip(items, rows):
                 self.on_commit(functools.partial(self._committed, learning, embedding, params["content_key"],
                                                  params["search_text"]))
+
+    def _insert_one(self, params: dict[str, Any], entry: tuple[str, LearningLinks, datetime, str]) -> None:
+        """Inside a transaction: CREATE one new learning (``params``: its properties, with or
+        without ``embedding``) with its edges."""
+        props = ", ".join(f"{p}: ${p}" for p in params)
+        if not (self.can_copy() and not self._rels_seeded([entry])):
+            self._create_linked(props, params, entry)  # one statement for the node and its anchors
+        else:
+            self.write(f"CREATE (l:Learning {{{props}}})", params)
+            self._copy_links([entry])
 
     def _create_linked(self, props: str, params: dict[str, Any], entry: tuple[str, LearningLinks, datetime, str]) -> None:
         """Inside a transaction: CREATE one new learning, its edges to its anchors (merged) and its

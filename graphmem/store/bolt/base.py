@@ -94,6 +94,7 @@ class BoltBase(BoltFreshness, BoltCypher):
         self._closed = False
         self._tx_depth = 0
         self._after_commit: list[Callable[[], None]] = []
+        self._before_commit: list[Callable[[], None]] = []
         self._deferred: deque[Callable[[], None]] = deque()
         self._deferred_cond = threading.Condition()
         self._writer: threading.Thread | None = None

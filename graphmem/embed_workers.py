@@ -1,0 +1,61 @@
+"""Worker threads that run embeddings beside the caller's other work.
+
+Two paths embed on these threads while the calling thread does what needs no vector:
+
+- event search embeds the question (and its variant without names) while it computes the
+  entity, tool, BM25 and time signals (:mod:`graphmem.retrieve.query_vectors`);
+- ``add_learning`` embeds the learning's text while it writes the learning's node, edges and
+  summary counts, and writes the vector last in the same transaction (``Settings.embed_beside_writes``).
+
+torch leaves the GIL while it computes and Kùzu leaves it while it executes a statement, so on a
+machine with two or more cores the two overlap. The threads are made on first use and shared by
+every Memory of the process; a forked child makes its own.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from graphmem.embed import Embedder, HashEmbedder
+
+WORKERS = 2  # worker threads shared by every Memory of the process
+
+_POOL: list[ThreadPoolExecutor] = []
+_POOL_LOCK = threading.Lock()
+
+
+def pool() -> ThreadPoolExecutor:
+    """The process's embedding workers (made on first use)."""
+    with _POOL_LOCK:
+        if not _POOL:
+            _POOL.append(ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="graphmem-embed"))
+        return _POOL[0]
+
+
+def _forget_pool_in_child() -> None:
+    """A forked child has none of the parent's threads: it starts a pool of its own when needed."""
+    global _POOL_LOCK
+    _POOL_LOCK = threading.Lock()
+    _POOL.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
+def embed_one_beside(embedder: Embedder, text: str) -> Callable[[], np.ndarray]:
+    """Start embedding ``text`` on a worker; returns a function that waits for its float32
+    vector (and re-raises the embedder's error, if any). The hash embedder, which takes
+    microseconds, embeds at once on the caller's thread."""
+    if isinstance(embedder, HashEmbedder):
+        vector = _one(embedder, text)
+        return lambda: vector
+    return pool().submit(_one, embedder, text).result
+
+
+def _one(embedder: Embedder, text: str) -> np.ndarray:
+    return np.asarray(embedder.embed([text])[0], dtype=np.float32)

@@ -1,0 +1,107 @@
+"""add_learning embeds on a worker while it writes the rest, and writes the vector last.
+
+Settings.embed_beside_writes (on by default): the learning's node, edges and summary counts are
+written while a worker thread embeds its text; the vector is written just before the commit of
+the same transaction. The stored rows are the same as embedding first, an embedder error or a
+malformed vector rolls the whole write back, and a duplicate still waits for the embedder.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphmem import Memory, Settings
+from graphmem.embed import HashEmbedder
+from graphmem.errors import GraphmemError
+
+
+class _Slow:
+    """The hash embedder's vectors, slower (so the writes run meanwhile), noting its threads.
+    Not a HashEmbedder subclass: the hash embedder itself always embeds on the caller's thread."""
+
+    def __init__(self, delay: float = 0.02, fail: bool = False, dim_out: int | None = None) -> None:
+        self.inner = HashEmbedder()
+        self.name, self.dim = self.inner.name, self.inner.dim
+        self.delay, self.fail, self.dim_out = delay, fail, dim_out
+        self.threads: dict[str, str] = {}  # text -> the thread that embedded it
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        for text in texts:
+            self.threads[text] = threading.current_thread().name
+        time.sleep(self.delay)
+        if self.fail:
+            raise RuntimeError("the embedding service is down")
+        out = self.inner.embed(texts)
+        return out[:, : self.dim_out] if self.dim_out else out
+
+
+def _counts(mem: Memory) -> dict[str, int]:
+    return {label: mem.cypher(f"MATCH (n:{label}) RETURN count(n) AS c")[0]["c"]
+            for label in ("Learning", "Tool", "Topic", "Entity", "Summary")}
+
+
+def test_the_vector_is_embedded_on_a_worker_and_stored_as_embedding_first_would(
+        make_memory: Callable[..., Memory], tmp_path: Path) -> None:
+    slow = _Slow()
+    mem = make_memory(embedder=slow)
+    learning = mem.add_learning("Retry the payments API with backoff after a 429", tool="payments_api",
+                                topics=["rate limits"], entities=["Stripe"])
+    assert slow.threads[learning.content].startswith("graphmem-embed")
+    expected = HashEmbedder().embed([learning.content])[0]
+    np.testing.assert_allclose(mem.store.learning_embedding(learning.id), expected, rtol=1e-6)
+    # the in-memory mirror has it once the write returns (the vector ranking reads it)
+    vectors = mem.store.learning_catalog.vectors
+    row = vectors.rows[learning.id]
+    assert float(vectors.cosine(expected, np.array([row]))[0]) == pytest.approx(1.0, abs=1e-5)
+    assert mem.search(learning.content, k=1)[0].id == learning.id
+    # the same rows as embedding first on the caller's thread
+    first = make_memory(embedder=_Slow(delay=0), path=tmp_path / "first.kuzu",
+                        settings=Settings(embed_beside_writes=False))
+    other = first.add_learning("Retry the payments API with backoff after a 429", tool="payments_api",
+                               topics=["rate limits"], entities=["Stripe"])
+    assert first.embedder.threads[other.content] == threading.current_thread().name  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(first.store.learning_embedding(other.id), mem.store.learning_embedding(learning.id))
+    assert _counts(first) == _counts(mem)
+    mem.close()
+    reopened = make_memory(embedder=_Slow(delay=0))
+    np.testing.assert_allclose(reopened.store.learning_embedding(learning.id), expected, rtol=1e-6)
+
+
+def test_an_embedder_error_writes_nothing(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(embedder=_Slow(fail=True))
+    before = _counts(mem)
+    with pytest.raises(RuntimeError, match="embedding service is down"):  # the embedder's own error, as before
+        mem.add_learning("Always pin the SDK version", tool="deploy", topics=["releases"], entities=["Acme"])
+    assert _counts(mem) == before == {"Learning": 0, "Tool": 0, "Topic": 0, "Entity": 0, "Summary": 0}
+    assert mem.learnings() == []
+    mem.embedder.fail = False  # type: ignore[attr-defined]
+    added = mem.add_learning("Always pin the SDK version", tool="deploy")
+    assert [l.id for l in mem.learnings()] == [added.id]
+
+
+def test_a_malformed_vector_writes_nothing(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(embedder=_Slow(dim_out=100))
+    with pytest.raises(GraphmemError, match="384"):
+        mem.add_learning("Use the staging bucket for previews", tool="storage")
+    assert _counts(mem)["Learning"] == 0 and _counts(mem)["Tool"] == 0
+
+
+def test_a_duplicate_waits_for_the_embedder_and_counts_once(make_memory: Callable[..., Memory]) -> None:
+    slow = _Slow()
+    mem = make_memory(embedder=slow)
+    first = mem.add_learning("Prefer metric units in reports")
+    vector = mem.store.learning_embedding(first.id)
+    slow.fail = True
+    with pytest.raises(RuntimeError, match="embedding service is down"):
+        mem.add_learning("Prefer metric units in reports")
+    assert mem.get_learning(first.id).validations == first.validations  # the failed duplicate counted nothing
+    slow.fail = False
+    again = mem.add_learning("Prefer metric units in reports")
+    assert again.id == first.id and again.validations == first.validations + 1
+    np.testing.assert_array_equal(mem.store.learning_embedding(first.id), vector)
