@@ -141,9 +141,9 @@ class Settings(BaseModel):
     # instead of spinning on the cores the graph writes and other processes need (see
     # graphmem.embed._passive_openmp); False leaves OpenMP's default
     embed_passive_omp: bool = True
-    # add_learning and record_event embed the text on a worker thread while they write the node,
-    # its edges (and a learning's summary counts), and write the vector last in the same
-    # transaction (the same rows; graphmem/embed_workers.py). False: embed first, on the caller's thread
+    # add_learning embeds the learning's text on a worker thread while it writes the learning's
+    # node, edges and summary counts, and writes the vector last in the same transaction (the
+    # same rows; graphmem/embed_workers.py). False: embeds first, on the caller's thread
     embed_beside_writes: bool = True
     # the learnings' vector mirror (graphmem/store/vectors.py): "auto" keeps float32 rows below
     # vector_int8_min_rows learnings and int8 codes (a quarter of the memory, recall@10 0.993 at 100k)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from graphmem.embed import QUERY_BATCH_MAX, embed_queries, embed_with_progress
-from graphmem.embed_workers import embed_one_beside
 from graphmem.errors import InvalidInputError
 from graphmem.inputs import (
     json_object,
@@ -88,15 +87,13 @@ class EventService:
             direction=direction, is_owner=is_owner,
         )
         deps = self.deps
-        later = deps.settings.event_embed_later
-        vector: np.ndarray | Callable[[], np.ndarray] | None = None
-        if not later:  # at once; beside the entity extraction and the writes (on a worker)
-            vector = (embed_one_beside(deps.embedder, event.content) if deps.settings.embed_beside_writes
-                      else deps.embed_one(event.content))
         found = event_mentions(deps.store, deps.settings, deps.user, [event])
-        deps.store.insert_event(event, vector, found[0] if found else ())  # None: row now, embedding with the next search
-        if later and deps.store.pending_embeddings() >= deps.settings.event_embed_queue_max:
-            self.drain()
+        if deps.settings.event_embed_later:  # row now, embedding with the next search (one batch)
+            deps.store.insert_event(event, None, found[0] if found else ())
+            if deps.store.pending_embeddings() >= deps.settings.event_embed_queue_max:
+                self.drain()
+        else:
+            deps.store.insert_event(event, deps.embed_one(event.content), found[0] if found else ())
         if event.kind in ("tool_call", "tool_result") and event.tool_name:
             after_event(deps, event)  # the implicit outcome tracker: tool results become outcomes
         return event

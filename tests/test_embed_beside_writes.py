@@ -105,22 +105,3 @@ def test_a_duplicate_waits_for_the_embedder_and_counts_once(make_memory: Callabl
     again = mem.add_learning("Prefer metric units in reports")
     assert again.id == first.id and again.validations == first.validations + 1
     np.testing.assert_array_equal(mem.store.learning_embedding(first.id), vector)
-
-
-def test_record_event_embeds_on_a_worker_and_an_error_writes_nothing(make_memory: Callable[..., Memory]) -> None:
-    slow = _Slow()
-    mem = make_memory(embedder=slow)
-    event = mem.record_event("message", "Dana booked the lake cabin for June", role="Dana", entities=["Lake Tahoe"])
-    assert slow.threads[event.content].startswith("graphmem-embed")
-    stored = mem.cypher("MATCH (e:Event {id: $id}) RETURN e.embedding AS v", {"id": event.id})[0]["v"]
-    np.testing.assert_allclose(stored, HashEmbedder().embed([event.content])[0], rtol=1e-6)
-    assert mem.search("Who booked the lake cabin?", over="events", k=1)[0].id == event.id  # searchable at once
-    slow.fail = True
-    mirrored = len(mem.store.event_catalog.vectors.rows)
-    events_before = mem.cypher("MATCH (e:Event) RETURN count(e) AS c")[0]["c"]
-    entities_before = mem.cypher("MATCH (n:Entity) RETURN count(n) AS c")[0]["c"]
-    with pytest.raises(RuntimeError, match="embedding service is down"):
-        mem.record_event("message", "Sam moved to Berlin", role="Sam", entities=["Berlin"])
-    assert mem.cypher("MATCH (e:Event) RETURN count(e) AS c")[0]["c"] == events_before
-    assert mem.cypher("MATCH (n:Entity) RETURN count(n) AS c")[0]["c"] == entities_before
-    assert len(mem.store.event_catalog.vectors.rows) == mirrored == 1  # nor reached the search mirror

@@ -13,7 +13,6 @@ from graphmem.models import Event, Objective, utcnow
 from graphmem.store.embed_queue import embed_queue
 from graphmem.store.kuzu_store import KuzuBase, dumps, from_db_time, loads, to_db_time
 from graphmem.store.text import search_text
-from graphmem.store.vector_math import checked_vector
 
 EVENT_PROPS: tuple[str, ...] = (
     "id", "user_id", "session_id", "kind", "role", "direction", "is_owner", "content",
@@ -49,24 +48,20 @@ class EventStore(KuzuBase):
     """Events (with USED_TOOL, PART_OF and MENTIONS edges) and Objectives."""
 
     def insert_event(
-        self, event: Event, embedding: np.ndarray | Callable[[], np.ndarray] | None,
-        mentions: Sequence[tuple[str, str]] = (),
+        self, event: Event, embedding: np.ndarray | None, mentions: Sequence[tuple[str, str]] = ()
     ) -> None:
         """Write one event and its edges in one transaction, and index it for search.
 
         ``mentions``: ``(name, kind)`` entities found in its text (beyond ``event.entities``),
         linked by MENTIONS as well; a new Entity node gets that kind (name, date).
         ``embedding`` None: the row is written without one and the event is queued; search
-        sees it once :meth:`drain_event_embeddings` has embedded the queue. A function returning
-        the vector: the row and edges are written first and the vector just before the commit
-        (the embedding computes on a worker meanwhile; an error it raises rolls it all back)."""
+        sees it once :meth:`drain_event_embeddings` has embedded the queue."""
         data = event.model_dump()
         params = {p: data[p] for p in EVENT_PROPS}
         params["created_at"] = to_db_time(event.created_at)
         params["metadata"] = dumps(event.metadata)
         params["search_text"] = search_text(event.content)
-        late, now = (embedding, None) if callable(embedding) else (None, embedding)
-        params["embedding"] = None if now is None else [float(x) for x in now]
+        params["embedding"] = None if embedding is None else [float(x) for x in embedding]
         props = ", ".join(f"{p}: ${p}" for p in params)
         alone = not self.in_transaction()  # its own transaction: its first edges may be COPYed
         with self.transaction():
@@ -74,19 +69,10 @@ class EventStore(KuzuBase):
             if not (alone and self._copy_first_edges(event, params["created_at"], mentions)):
                 self._merge_edges(event, params["created_at"], mentions)
             self._note_layout(event, [*event.entities, *(name for name, _ in mentions)])  # type: ignore[attr-defined]
-            if late is not None:
-                self.before_commit(lambda: self._write_event_vector(event, late, params["search_text"]))
-            elif now is None:  # the drain checks that the row exists (a rollback drops it)
+            if embedding is None:  # the drain checks that the row exists (a rollback drops it)
                 embed_queue(self).put(event.id, event.user_id, event.content, params["search_text"])
             else:
-                self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, now, params["search_text"]))
-
-    def _write_event_vector(self, event: Event, source: Callable[[], np.ndarray], text: str) -> None:
-        """Before the commit of the transaction that wrote ``event`` without its vector: write it."""
-        vector = checked_vector(source(), self.dim)
-        self.write("MATCH (e:Event {id: $id}) SET e.embedding = $embedding",
-                   {"id": event.id, "embedding": [float(x) for x in vector]})
-        self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, vector, text))
+                self.on_commit(lambda: self.event_catalog.add(event.id, event.user_id, embedding, params["search_text"]))
 
     def _merge_edges(self, event: Event, ts: Any, mentions: Sequence[tuple[str, str]]) -> None:
         """One event's edges, one MERGE statement each (its anchors merged on the way)."""

@@ -19,7 +19,6 @@ from graphmem.models import Learning, LearningLinks, Transition
 from graphmem.store.copy import copy_into, edge_table, load_edges, load_nodes
 from graphmem.store.kuzu_store import KuzuBase, from_db_time, to_db_time
 from graphmem.store.text import content_key, search_text
-from graphmem.store.vector_math import checked_vector
 
 # Scalar properties written from the model, in schema order (embedding handled apart).
 LEARNING_PROPS: tuple[str, ...] = (
@@ -189,7 +188,10 @@ class LearningStore(KuzuBase):
 
     def _write_vector(self, learning: Learning, source: Callable[[], np.ndarray], params: dict[str, Any]) -> None:
         """Before the commit of the transaction that created ``learning`` without its vector: write it."""
-        vector = checked_vector(source(), self.dim)
+        vector = np.asarray(source(), dtype=np.float32).reshape(-1)
+        if vector.shape != (self.dim,) or not np.all(np.isfinite(vector)):
+            raise StoreError(f"the embedder returned a vector of shape {vector.shape} (or not finite) "
+                             f"where {self.dim} finite numbers were expected; nothing was written")
         self.write("MATCH (l:Learning {id: $id}) SET l.embedding = $embedding",
                    {"id": learning.id, "embedding": [float(x) for x in vector]})
         self.on_commit(functools.partial(self._committed, learning, vector, params["content_key"], params["search_text"]))

@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from graphmem.errors import StoreError
-
 CHUNK = 65_536  # rows quantised at a time (bounds the temporary float32 copies)
 
 _TORCH: list[Any] = []
@@ -61,16 +59,6 @@ def normalise(vectors: np.ndarray, *, in_place: bool = False) -> np.ndarray:
         v /= norms[:, None]
         return v
     return v / norms[:, None]
-
-
-def checked_vector(vector: Any, dim: int) -> np.ndarray:
-    """One embedding as a float32 vector of ``dim`` finite numbers (StoreError otherwise: the
-    write it was for is rolled back)."""
-    v = np.asarray(vector, dtype=np.float32).reshape(-1)
-    if v.shape != (dim,) or not np.all(np.isfinite(v)):
-        raise StoreError(f"the embedder returned a vector of shape {v.shape} (or not finite) where {dim} "
-                         "finite numbers were expected; nothing was written")
-    return v
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
