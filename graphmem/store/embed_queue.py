@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from graphmem.store.vector_math import db_floats
+
 _LOCK = threading.Lock()
 
 
@@ -65,7 +67,7 @@ class EmbedQueue:
                     for (ident, user, _, text), vector in zip(items, vectors):
                         found = store.write(
                             "MATCH (e:Event {id: $id}) SET e.embedding = $v RETURN e.id AS id",
-                            {"id": ident, "v": [float(x) for x in vector]},
+                            {"id": ident, "v": db_floats(vector)},
                         )
                         if found:  # else: rolled back or deleted since
                             store.on_commit(functools.partial(store.event_catalog.add, ident, user, vector, text))

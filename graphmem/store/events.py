@@ -13,6 +13,7 @@ from graphmem.models import Event, Objective, utcnow
 from graphmem.store.embed_queue import embed_queue
 from graphmem.store.kuzu_store import KuzuBase, dumps, from_db_time, loads, to_db_time
 from graphmem.store.text import search_text
+from graphmem.store.vector_math import db_floats
 
 EVENT_PROPS: tuple[str, ...] = (
     "id", "user_id", "session_id", "kind", "role", "direction", "is_owner", "content",
@@ -61,7 +62,7 @@ class EventStore(KuzuBase):
         params["created_at"] = to_db_time(event.created_at)
         params["metadata"] = dumps(event.metadata)
         params["search_text"] = search_text(event.content)
-        params["embedding"] = None if embedding is None else [float(x) for x in embedding]
+        params["embedding"] = None if embedding is None else db_floats(embedding)
         props = ", ".join(f"{p}: ${p}" for p in params)
         alone = not self.in_transaction()  # its own transaction: its first edges may be COPYed
         with self.transaction():

@@ -19,6 +19,7 @@ from graphmem.models import Learning, LearningLinks, Transition
 from graphmem.store.copy import copy_into, edge_table, load_edges, load_nodes
 from graphmem.store.kuzu_store import KuzuBase, from_db_time, to_db_time
 from graphmem.store.text import content_key, search_text
+from graphmem.store.vector_math import db_floats
 
 # Scalar properties written from the model, in schema order (embedding handled apart).
 LEARNING_PROPS: tuple[str, ...] = (
@@ -193,7 +194,7 @@ class LearningStore(KuzuBase):
             raise StoreError(f"the embedder returned a vector of shape {vector.shape} (or not finite) "
                              f"where {self.dim} finite numbers were expected; nothing was written")
         self.write("MATCH (l:Learning {id: $id}) SET l.embedding = $embedding",
-                   {"id": learning.id, "embedding": [float(x) for x in vector]})
+                   {"id": learning.id, "embedding": db_floats(vector)})
         self.on_commit(functools.partial(self._committed, learning, vector, params["content_key"], params["search_text"]))
 
     def insert_learnings(self, items: Sequence[tuple[Learning, np.ndarray, LearningLinks]]) -> None:
@@ -212,7 +213,7 @@ class LearningStore(KuzuBase):
         rows = []
         for learning, embedding, _ in items:
             params = learning_params(learning)
-            params["embedding"] = np.asarray(embedding, dtype=np.float32) if batch else [float(x) for x in embedding]
+            params["embedding"] = np.asarray(embedding, dtype=np.float32) if batch else db_floats(embedding)
             rows.append(params)
         entries = [(learning.id, links, learning.created_at, learning.user_id) for learning, _, links in items]
         with self.transaction():
@@ -495,7 +496,7 @@ class LearningStore(KuzuBase):
         params = learning_params(learning)
         sets = _SET_ALL + ", l.content_key = $content_key, l.search_text = $search_text"
         if embedding is not None:
-            params["embedding"] = [float(x) for x in embedding]
+            params["embedding"] = db_floats(embedding)
             sets += ", l.embedding = $embedding"
         rows = self.write(f"MATCH (l:Learning {{id: $id}}) SET {sets} RETURN l.id AS id", params)
         if not rows:

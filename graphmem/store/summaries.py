@@ -18,6 +18,7 @@ import numpy as np
 from graphmem.models import Learning, Summary
 from graphmem.store.kuzu_store import KuzuBase, from_db_time, to_db_time
 from graphmem.store.learnings import _RETURN, learning_from_row
+from graphmem.store.vector_math import db_floats
 
 _SUMMARY_RETURN = (
     "s.id AS id, s.key AS key, s.user_id AS user_id, s.kind AS kind, s.text AS text, "
@@ -432,7 +433,7 @@ class SummaryStore(KuzuBase):
                 "MATCH (s:Summary {id: $id}) SET s.text = $text, s.embedding = $embedding, "
                 "s.refreshed_at = $at, s.staleness = $staleness, s.pending = CAST($pending AS STRING[]) "
                 f"RETURN {_SUMMARY_RETURN}",
-                {"id": sid, "text": text, "embedding": [float(x) for x in embedding], "at": to_db_time(refreshed_at),
+                {"id": sid, "text": text, "embedding": db_floats(embedding), "at": to_db_time(refreshed_at),
                  "staleness": staleness, "pending": pending},
             )
             self.on_commit(lambda: getattr(self, "_summary_text_cache", {}).pop(sid, None))
@@ -472,7 +473,7 @@ class SummaryStore(KuzuBase):
                     f"UNWIND $rows AS r MATCH (s:Summary {{id: r.id}}) SET s.text = r.text{vectors}, "
                     "s.refreshed_at = $at, s.staleness = r.staleness, s.pending = CAST(r.pending AS STRING[]) "
                     f"RETURN {_SUMMARY_RETURN}",
-                    {"rows": [{**u, "embedding": [float(x) for x in u["embedding"]]} if with_vector
+                    {"rows": [{**u, "embedding": db_floats(u["embedding"])} if with_vector
                               else {k: v for k, v in u.items() if k != "embedding"} for u in group],
                      "at": to_db_time(refreshed_at)},
                 )

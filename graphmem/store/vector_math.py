@@ -61,6 +61,12 @@ def normalise(vectors: np.ndarray, *, in_place: bool = False) -> np.ndarray:
     return v / norms[:, None]
 
 
+def db_floats(vector: Any) -> list[float]:
+    """A vector as the list of Python floats a Kùzu parameter takes (the same values as
+    ``[float(x) for x in vector]``, a few times faster)."""
+    return np.asarray(vector, dtype=np.float64).reshape(-1).tolist()  # type: ignore[no-any-return]
+
+
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length as float32 (zero rows stay zero); always a new array."""
     v = np.array(vectors, dtype=np.float32, ndmin=2)
