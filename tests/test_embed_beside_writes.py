@@ -105,3 +105,28 @@ def test_a_duplicate_waits_for_the_embedder_and_counts_once(make_memory: Callabl
     again = mem.add_learning("Prefer metric units in reports")
     assert again.id == first.id and again.validations == first.validations + 1
     np.testing.assert_array_equal(mem.store.learning_embedding(first.id), vector)
+
+
+def test_with_every_worker_taken_the_write_embeds_on_its_own_thread(make_memory: Callable[..., Memory]) -> None:
+    """A write waits for its vector inside its transaction: it never queues behind other work."""
+    from graphmem import embed_workers
+
+    release = threading.Event()
+    blockers = [embed_workers.submit(release.wait, 30) for _ in range(embed_workers.WORKERS)]
+    try:
+        assert not embed_workers.submit_if_idle(time.sleep, 0)  # no worker free: nothing submitted
+        slow = _Slow()
+        mem = make_memory(embedder=slow)
+        learning = mem.add_learning("Cache the exchange rates for an hour", tool="fx_api")
+        assert slow.threads[learning.content] == threading.current_thread().name
+        np.testing.assert_allclose(mem.store.learning_embedding(learning.id),
+                                   HashEmbedder().embed([learning.content])[0], rtol=1e-6)
+    finally:
+        release.set()
+        for f in blockers:
+            f.result(timeout=30)
+        deadline = time.monotonic() + 10
+        while embed_workers.busy() and time.monotonic() < deadline:  # (counted down just after each result)
+            time.sleep(0.01)
+    later = mem.add_learning("Cache the exchange rates for a day", tool="fx_api")
+    assert slow.threads[later.content].startswith("graphmem-embed")  # the workers are free again

@@ -31,7 +31,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from graphmem.embed import Embedder, embed_queries
-from graphmem.embed_workers import pool
+from graphmem.embed_workers import submit
 
 
 def query_texts(query: str, stripped: str, weight_stripped: float) -> list[str]:
@@ -51,9 +51,9 @@ class QueryVectors:
         if threads <= 0:
             self._value = embed_queries(embedder, self.texts)
         elif threads == 1 or len(self.texts) == 1:
-            self._futures = [pool().submit(embed_queries, embedder, self.texts)]
+            self._futures = [submit(embed_queries, embedder, self.texts)]
         else:
-            self._futures = [pool().submit(embed_queries, embedder, [t]) for t in self.texts]
+            self._futures = [submit(embed_queries, embedder, [t]) for t in self.texts]
 
     def result(self) -> np.ndarray:
         """The ``(len(texts), dim)`` float32 vectors (waits for the workers; re-raises their error)."""
