@@ -11,8 +11,13 @@ exclusively. Reads still run concurrently with each other.
 
 Both modes are re-entrant per thread, and the writer may read. A thread that holds the lock shared
 and asks for it exclusively would wait for itself forever: that raises at once instead.
-Waiting writers are preferred over new readers, so a stream of reads cannot starve a write; a
-thread that already reads may read again even while a writer waits (no self-deadlock).
+
+Neither side starves the other (phase-fair): a waiting writer holds back readers that arrive after
+it, so a stream of reads cannot starve a write; and when a writer releases the lock, the readers
+that were already waiting go before the next writer, so a stream of writes (several threads
+writing back to back) cannot starve a read either: a reader waits for at most the writer holding
+the lock and the one after it. A thread that already reads may read again even while a writer
+waits (no self-deadlock).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ class LockUpgradeError(RuntimeError):
 
 
 class ReadWriteLock:
-    """A re-entrant, writer-preferring reader–writer lock."""
+    """A re-entrant, phase-fair reader–writer lock (see the module docstring)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
@@ -35,6 +40,9 @@ class ReadWriteLock:
         self._writer: int | None = None
         self._writer_depth = 0
         self._writers_waiting = 0
+        self._readers_waiting = 0
+        self._phase = 0  # + 1 at every full release by a writer
+        self._admitted = 0  # readers that were waiting at the last writer's release and have not entered yet
 
     # --- shared ---------------------------------------------------------------------------
     def acquire_shared(self) -> None:
@@ -45,9 +53,19 @@ class ReadWriteLock:
                 self._writer_depth += 1
                 return
             depth = self._readers.get(me, 0)
-            if depth == 0:
-                while self._writer is not None or self._writers_waiting:
-                    self._cond.wait()
+            if depth == 0 and (self._writer is not None or self._writers_waiting):
+                phase = self._phase
+                self._readers_waiting += 1
+                try:
+                    # after a writer's release this reader goes before the writers waiting then
+                    while self._writer is not None or (self._writers_waiting and self._phase == phase):
+                        self._cond.wait()
+                finally:
+                    self._readers_waiting -= 1
+                    if self._phase != phase and self._admitted:
+                        self._admitted -= 1
+                        if not self._admitted:
+                            self._cond.notify_all()
             self._readers[me] = depth + 1
 
     def release_shared(self) -> None:
@@ -79,11 +97,15 @@ class ReadWriteLock:
                     "finish the read first"
                 )
             self._writers_waiting += 1
+            acquired = False
             try:
-                while self._writer is not None or self._readers:
+                while self._writer is not None or self._readers or self._admitted:
                     self._cond.wait()
+                acquired = True
             finally:
                 self._writers_waiting -= 1
+                if not acquired:  # interrupted while waiting: readers held back by it may go
+                    self._cond.notify_all()
             self._writer = me
             self._writer_depth = 1
 
@@ -93,6 +115,8 @@ class ReadWriteLock:
             self._writer_depth -= 1
             if self._writer_depth == 0:
                 self._writer = None
+                self._phase += 1
+                self._admitted = self._readers_waiting  # they go first (the next writer waits for them)
                 self._cond.notify_all()
 
     # --- queries and context managers -------------------------------------------------------
