@@ -1,7 +1,7 @@
 """The store's reader–writer lock starves neither side (phase-fair).
 
-Before, waiting writers always went first: two or three threads writing back to back kept every
-reader out (context() took 12–15 s under three writing threads). Now the readers waiting when a
+Before, waiting writers always went first: threads writing back to back kept the readers out (a
+thread calling context() beside three threads calling add_learning got p95 12 s in a 15-second run). Now the readers waiting when a
 writer releases the lock go before the next writer, and a waiting writer still holds back the
 readers that arrive after it.
 """
@@ -109,7 +109,7 @@ def test_back_to_back_writers_do_not_starve_a_reader() -> None:
         stop.set()
         for w in writers:
             w.join(5)
-    # at most the writer holding the lock and the one after it (5 ms each), with room for a busy machine
+    # at most one write (5 ms) and the reads ahead of it, with ample room for a busy machine
     assert longest < 1.0, f"a reader waited {longest:.3f} s"
 
 

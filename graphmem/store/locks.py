@@ -15,8 +15,8 @@ and asks for it exclusively would wait for itself forever: that raises at once i
 Neither side starves the other (phase-fair): a waiting writer holds back readers that arrive after
 it, so a stream of reads cannot starve a write; and when a writer releases the lock, the readers
 that were already waiting go before the next writer, so a stream of writes (several threads
-writing back to back) cannot starve a read either: a reader waits for at most the writer holding
-the lock and the one after it. A thread that already reads may read again even while a writer
+writing back to back) cannot starve a read either: a reader waits for at most one write (the one
+holding the lock, or the one already waiting when it came), besides the reads ahead of it. A thread that already reads may read again even while a writer
 waits (no self-deadlock).
 """
 
