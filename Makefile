@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 
 .PHONY: setup demo test check bench-learnings clean
 
+# --no-compile: Python compiles only the modules a program imports, on first import, instead of
+# pip compiling every installed file (measured here: 144 s -> 14 s for the dependencies, 43 -> 21 s for torch).
 # torch first, CPU-only: the default CUDA wheels are gigabytes. TORCH / TORCH_INDEX choose it, e.g.
 # make demo TORCH=torch TORCH_INDEX=https://download.pytorch.org/whl/cpu   (any Linux machine)
 TORCH ?= torch==2.13.0
@@ -12,8 +14,8 @@ TORCH_INDEX ?=
 $(BIN)/graphmem: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet --no-compile $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(BIN)/pip install --quiet --no-compile -e ".[dev]"
 	@touch $(BIN)/graphmem
 
 setup: $(BIN)/graphmem
