@@ -16,7 +16,6 @@ $(BIN)/graphmem: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-compile $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install --quiet --no-compile -e ".[dev]"
-	$(BIN)/python -c "import graphmem.memory, graphmem.server.app, sentence_transformers, torch"  # compiles what graphmem imports, once
 	@touch $(BIN)/graphmem
 
 setup: $(BIN)/graphmem
