@@ -130,3 +130,45 @@ def test_with_every_worker_taken_the_write_embeds_on_its_own_thread(make_memory:
             time.sleep(0.01)
     later = mem.add_learning("Cache the exchange rates for a day", tool="fx_api")
     assert slow.threads[later.content].startswith("graphmem-embed")  # the workers are free again
+
+
+def test_threads_adding_at_once_store_every_learning_with_its_own_vector(make_memory: Callable[..., Memory]) -> None:
+    """Six threads add (some the same content) while two search, through the shared workers and
+    the caller-thread fallback: under a watchdog nothing hangs or raises, nothing is lost, every
+    stored vector is its own text's, and duplicates are stored once."""
+    mem = make_memory(embedder=_Slow(delay=0.005))
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def add(t: int) -> None:
+        try:
+            for i in range(8):
+                mem.add_learning(f"Rule {i % 4} from thread {t % 3}: retry after a timeout", tool=f"tool{t % 2}")
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def search() -> None:
+        try:
+            while not stop.is_set():
+                mem.context("retry after a timeout", tool="tool0")
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    writers = [threading.Thread(target=add, args=(t,), daemon=True) for t in range(6)]
+    readers = [threading.Thread(target=search, daemon=True) for _ in range(2)]
+    for th in writers + readers:
+        th.start()
+    for th in writers:
+        th.join(120)
+    stop.set()
+    for th in readers:
+        th.join(60)
+    assert not any(th.is_alive() for th in writers + readers), "a thread hung"
+    assert errors == []
+    stored = mem.learnings()
+    assert sorted(l.content for l in stored) == sorted(
+        {f"Rule {i} from thread {t}: retry after a timeout" for i in range(4) for t in range(3)})
+    expected = HashEmbedder()
+    for learning in stored:
+        np.testing.assert_allclose(mem.store.learning_embedding(learning.id), expected.embed([learning.content])[0], rtol=1e-6)
+    assert sum(l.validations for l in stored) >= 6 * 8 - len(stored)  # each duplicate counted on the first

@@ -235,11 +235,11 @@ class LearningStore(KuzuBase):
         """Inside a transaction: CREATE one new learning (``params``: its properties, with or
         without ``embedding``) with its edges."""
         props = ", ".join(f"{p}: ${p}" for p in params)
-        if not (self.can_copy() and not self._rels_seeded([entry])):
-            self._create_linked(props, params, entry)  # one statement for the node and its anchors
-        else:
+        if self.can_copy() and not self._rels_seeded([entry]):  # an edge table's first edges: COPYed
             self.write(f"CREATE (l:Learning {{{props}}})", params)
             self._copy_links([entry])
+        else:
+            self._create_linked(props, params, entry)  # one statement for the node and its anchors
 
     def _create_linked(self, props: str, params: dict[str, Any], entry: tuple[str, LearningLinks, datetime, str]) -> None:
         """Inside a transaction: CREATE one new learning, its edges to its anchors (merged) and its

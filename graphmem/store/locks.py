@@ -16,8 +16,8 @@ Neither side starves the other (phase-fair): a waiting writer holds back readers
 it, so a stream of reads cannot starve a write; and when a writer releases the lock, the readers
 that were already waiting go before the next writer, so a stream of writes (several threads
 writing back to back) cannot starve a read either: a reader waits for at most one write (the one
-holding the lock, or the one already waiting when it came), besides the reads ahead of it. A thread that already reads may read again even while a writer
-waits (no self-deadlock).
+holding the lock, or the one already waiting when it came), besides the reads ahead of it. A
+thread that already reads may read again even while a writer waits (no self-deadlock).
 """
 
 from __future__ import annotations

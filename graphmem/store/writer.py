@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 class DeferredWriter:
     """Deferred writes and the background writer thread (a mixin of ``KuzuBase``)."""
 
-    # Kùzu holds Python's GIL while it executes, so a deferred write beside context() stalls its
-    # query embedding (torch takes the GIL back between ops): the background writer waits while
+    # A deferred write beside context() slows its query embedding (Kùzu leaves the GIL while it
+    # executes, but the two compete for the cores: MiniLM ran ~17 -> ~24 ms beside a Kùzu
+    # write statement, measured for add_learning): the background writer waits while
     # a caller is inside ``hold_writer()``, at most ``deferred_max_delay_s`` (class defaults, so
     # stores with their own ``__init__`` have them too).
     _hot = 0
