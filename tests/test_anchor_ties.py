@@ -19,7 +19,7 @@ print(index.neighbours(names, 5)[0][1])
 
 def test_the_via_anchor_of_a_tie_does_not_depend_on_the_hash_seed() -> None:
     seen = set()
-    for seed in ("0", "1", "2", "3", "4", "5"):
+    for seed in ("0", "1", "2", "3"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         out = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr[-2000:]

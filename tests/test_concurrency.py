@@ -234,13 +234,13 @@ def _fts_while_writing(path: str) -> None:  # runs in a child process
         i = 0
         # bounded: every full-text read after a write rebuilds the index over all rows, so an
         # unbounded writer makes each read slower than the last on a busy machine
-        while not stop.is_set() and i < 60:
+        while not stop.is_set() and i < 40:
             mem.add_learning(f"another email rule {i}")
             i += 1
 
     t = threading.Thread(target=writer)
     t.start()
-    for _ in range(40):
+    for _ in range(25):
         mem.cypher("CALL QUERY_FTS_INDEX('Learning', 'learning_fts', 'email') RETURN node.id AS id, score", scope="all")
         mem.context("email rule")
     stop.set()
