@@ -103,14 +103,25 @@ def questions(count: int, seed: int = 1) -> list[str]:
     ]
 
 
+SUFFIX = {"minilm": "", "minilm-int8": "-int8"}  # --embedder -> file and cache name suffix
+
+
+def make_embedder(name: str) -> Any:
+    """The bundled MiniLM (``minilm``) or the same model in int8 (``minilm-int8``)."""
+    from graphmem.embed import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(quantize=name == "minilm-int8")
+
+
 def pool_vectors(texts: list[str], embedder: Any) -> np.ndarray:
     """MiniLM vectors of the pool texts, cached under benchmarks/results/local/."""
     folder = RESULTS / "local"
     folder.mkdir(parents=True, exist_ok=True)
-    cache = folder / f"events_pool_{len(texts)}.npy"
+    prefix = "events_pool" + ("-int8" if embedder.name.endswith("-int8") else "")
+    cache = folder / f"{prefix}_{len(texts)}.npy"
     if cache.exists():
         return np.load(cache)
-    for bigger in sorted(folder.glob("events_pool_*.npy"), key=lambda f: int(f.stem.rsplit("_", 1)[1])):
+    for bigger in sorted(folder.glob(f"{prefix}_*.npy"), key=lambda f: int(f.stem.rsplit("_", 1)[1])):
         if int(bigger.stem.rsplit("_", 1)[1]) >= len(texts):  # turns(n) is a prefix of turns(n + k)
             return np.load(bigger, mmap_mode="r")[: len(texts)].astype(np.float32)
     t = time.perf_counter()
@@ -159,16 +170,15 @@ def _event_table(columns: list[tuple[str, str]], lo: int, hi: int, specs: list[d
     return pa.table(arrays)
 
 
-def _build_child(path: Path, n: int, pool: int, batch: int) -> None:
+def _build_child(path: Path, n: int, pool: int, batch: int, embedder_name: str = "minilm") -> None:
     """Build the file with Kùzu's COPY (runs in a spawned child, so its memory is not counted in
     the parent): Event nodes ``batch`` at a time, the speakers as Entity nodes, MENTIONS edges."""
     import pyarrow as pa
 
-    from graphmem.embed import SentenceTransformerEmbedder
     from graphmem.store import KuzuGraphStore
     from graphmem.store.copy import copy_into
 
-    embedder = SentenceTransformerEmbedder()
+    embedder = make_embedder(embedder_name)
     specs = turns(n)
     m = min(n, pool)
     base = pool_vectors([s["text"] for s in specs[:m]], embedder)
@@ -248,17 +258,18 @@ def same_as_full_scan(mem: Any, qs: list[str]) -> dict[str, Any]:
             "different_questions": [q for q, ok in zip(qs, same) if not ok][:5]}
 
 
-def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path, check_exact: bool = False) -> dict[str, Any]:
+def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path, check_exact: bool = False,
+            embedder_name: str = "minilm") -> dict[str, Any]:
     """Build a file of ``n`` events and measure search and record_event on it (``check_exact``:
     also compare the hits to the full scan's, :func:`same_as_full_scan`)."""
     from graphmem import Memory
-    from graphmem.embed import SentenceTransformerEmbedder
     from graphmem.retrieve.event_rank import wait_for_sums
 
-    path = workdir / f"events_{n}_{pool}.kuzu"
+    path = workdir / f"events_{n}_{pool}{SUFFIX[embedder_name]}.kuzu"
     t = time.perf_counter()
     if not path.exists():  # a kept file (--workdir) is reused
-        proc = multiprocessing.get_context("spawn").Process(target=_build_child, args=(path, n, pool, batch))
+        proc = multiprocessing.get_context("spawn").Process(target=_build_child,
+                                                            args=(path, n, pool, batch, embedder_name))
         proc.start()
         proc.join()
         if proc.exitcode != 0:
@@ -266,7 +277,7 @@ def measure(n: int, n_queries: int, pool: int, batch: int, workdir: Path, check_
     build_s = time.perf_counter() - t
     file_mb = sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
     print(f"[{n}] built in {build_s:.1f} s ({file_mb:.0f} MB); opening", flush=True)
-    embedder = SentenceTransformerEmbedder()
+    embedder = make_embedder(embedder_name)
     embedder.embed(["warm up the model"])
     rss_model = rss_mb()
     t, cpu = time.perf_counter(), time.process_time()
@@ -361,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None,
                         help="build the files in this folder and keep them (a file already there is reused)")
     parser.add_argument("--build-only", action="store_true", help="only build the files (with --keep)")
+    parser.add_argument("--embedder", choices=sorted(SUFFIX), default="minilm",
+                        help="minilm-int8: the same model with int8 linear layers (its own files)")
     parser.add_argument("--check-exact", action="store_true",
                         help="also compare each question's hits to those of the full scan of every event")
     args = parser.parse_args(argv)
@@ -369,17 +382,19 @@ def main(argv: list[str] | None = None) -> int:
         args.keep.mkdir(parents=True, exist_ok=True)
         for n in args.events:
             if args.build_only:
-                path = args.keep / f"events_{n}_{args.pool}.kuzu"
+                path = args.keep / f"events_{n}_{args.pool}{SUFFIX[args.embedder]}.kuzu"
                 if not path.exists():
-                    _build_child(path, n, args.pool, args.batch)
+                    _build_child(path, n, args.pool, args.batch, args.embedder)
             else:
-                results.append(measure(n, args.queries, args.pool, args.batch, args.keep, args.check_exact))
+                results.append(measure(n, args.queries, args.pool, args.batch, args.keep, args.check_exact,
+                                       args.embedder))
         if args.build_only:
             return 0
     else:
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
             for n in args.events:
-                results.append(measure(n, args.queries, args.pool, args.batch, Path(tmp), args.check_exact))
+                results.append(measure(n, args.queries, args.pool, args.batch, Path(tmp), args.check_exact,
+                                       args.embedder))
     folder = RESULTS / "local"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "events_scale.json").write_text(json.dumps(results, indent=2))

@@ -1,6 +1,6 @@
 """Ingest and open speed: batched and single writes of learnings and events, file sizes, open time.
 
-    python -m benchmarks.ingest [--n 300] [--batch 100] [--at 0] [--open-size 100000] [--embedder minilm|hash|both]
+    python -m benchmarks.ingest [--n 300] [--batch 100] [--at 0] [--open-size 100000] [--embedder minilm|minilm-int8|hash|both]
                                 [--save | --json-out PATH]
 
 Batched writes are reported beside the embedder's own batch throughput measured in the same run
@@ -61,7 +61,7 @@ def synthetic_item(i: int) -> dict[str, Any]:
 
 
 def _embedder(name: str) -> Embedder:
-    return HashEmbedder() if name == "hash" else SentenceTransformerEmbedder()
+    return HashEmbedder() if name == "hash" else SentenceTransformerEmbedder(quantize=name == "minilm-int8")
 
 
 def _events(start: int, n: int) -> list[dict[str, Any]]:
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--at", type=int, default=0, help="learnings already in the file (bulk-imported) when writing")
     parser.add_argument("--singles", type=int, default=100, help="single add_learning / record_event calls timed")
     parser.add_argument("--open-size", type=int, default=100_000, help="0 skips the open measurement")
-    parser.add_argument("--embedder", choices=["minilm", "hash", "both"], default="both")
+    parser.add_argument("--embedder", choices=["minilm", "minilm-int8", "hash", "both"], default="both")
     parser.add_argument("--sizes", type=int, nargs="*", default=[0, 1, 100, 1000],
                         help="learnings in the files whose size is measured (none given: no size measurement)")
     parser.add_argument("--json-out", type=Path, default=None, help="where to write the JSON (and its PNG beside it)")

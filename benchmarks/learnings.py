@@ -1,6 +1,6 @@
 """Retrieval precision on the labelled learnings set, with signal ablations and the regression guard.
 
-    python -m benchmarks.learnings [--embedder minilm|hash] [--check] [--json]
+    python -m benchmarks.learnings [--embedder minilm|minilm-int8|hash] [--check] [--json]
                                          [--json-out benchmarks/results/learnings.json]
 
 The 179 learnings of ``benchmarks/data/learnings.json`` go into a fresh Kùzu file through the
@@ -88,14 +88,15 @@ class FixedClock:
 
 
 def make_embedder(name: str) -> Embedder:
-    """``minilm`` (the bundled all-MiniLM-L6-v2, offline) or ``hash`` (instant, lexical)."""
+    """``minilm`` (the bundled all-MiniLM-L6-v2, offline), ``minilm-int8`` (the same model with
+    int8 linear layers) or ``hash`` (instant, lexical)."""
     if name == "hash":
         return HashEmbedder()
-    if name == "minilm":
+    if name in ("minilm", "minilm-int8"):
         from graphmem.embed import SentenceTransformerEmbedder
 
-        return SentenceTransformerEmbedder()
-    raise ValueError(f"unknown embedder {name!r}; use minilm or hash")
+        return SentenceTransformerEmbedder(quantize=name == "minilm-int8")
+    raise ValueError(f"unknown embedder {name!r}; use minilm, minilm-int8 or hash")
 
 
 class _QueryCache:
@@ -360,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.learnings", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
+    ap.add_argument("--embedder", choices=["minilm", "minilm-int8", "hash"], default="minilm")
     ap.add_argument("--check", action="store_true", help="regression guard: append to the history, fail on a regression")
     ap.add_argument("--history", type=Path, default=None,
                     help="the guard's history (default: a local copy of benchmarks/results/history.jsonl; "

@@ -205,7 +205,7 @@ def recall(ranked: Sequence[str], gold: Sequence[str], k: int) -> float:
 
 
 def run(data_dir: Path, *, limit: int | None, captions: bool, configs: Sequence[str],
-        embed_cache: Path | None = None, only: Sequence[int] | None = None) -> dict[str, Any]:
+        embed_cache: Path | None = None, only: Sequence[int] | None = None, int8: bool = False) -> dict[str, Any]:
     """Ingest, search every question under every configuration, and aggregate recall."""
     from rich.progress import track
 
@@ -216,7 +216,7 @@ def run(data_dir: Path, *, limit: int | None, captions: bool, configs: Sequence[
     data = json.loads((data_dir / "locomo10.json").read_text())
     audit = load_audit(data_dir / "locomo_audit_errors.json")
     chosen = [ci for ci in range(len(data)) if (not limit or ci < limit) and (only is None or ci in only)]
-    embedder = CachingEmbedder(SentenceTransformerEmbedder(), embed_cache)
+    embedder = CachingEmbedder(SentenceTransformerEmbedder(quantize=int8), embed_cache)
     base = Settings()
     # per config, per evidence variant: list of (category, {k: recall}, conversation index)
     scores: dict[str, dict[str, list[tuple[int, dict[int, float], int]]]] = {
@@ -395,6 +395,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="keep MiniLM embeddings of turns and questions in this .npz across runs "
                          "(e.g. benchmarks/results/local/locomo_embeddings.npz; ingest timing then excludes embedding)")
     ap.add_argument("--no-captions", action="store_true", help="leave shared images' captions out of the turns")
+    ap.add_argument("--embedder", choices=["minilm", "minilm-int8"], default="minilm",
+                    help="minilm-int8: the bundled model with int8 linear layers (give it its own --embed-cache)")
     ap.add_argument("--configs", default=";".join(CONFIGS), help="semicolon-separated subset of: " + ", ".join(CONFIGS))
     args = ap.parse_args(argv)
     if not (args.data / "locomo10.json").exists():
@@ -407,7 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"unknown config(s) {unknown}; choose from {list(CONFIGS)}", file=sys.stderr)
         return 2
     result = run(args.data, limit=args.limit_conversations, captions=not args.no_captions, configs=configs,
-                 embed_cache=args.embed_cache, only=parse_indices(args.conversations))
+                 embed_cache=args.embed_cache, only=parse_indices(args.conversations),
+                 int8=args.embedder == "minilm-int8")
     out_dir = results_dir(args.save)
     report(result, args.json_out or out_dir / "locomo.json", args.png_out or out_dir / "locomo.png")
     return 0

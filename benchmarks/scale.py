@@ -1,6 +1,6 @@
 """Latency and scale benchmark for ``Memory.context()`` (issue 4).
 
-    python -m benchmarks.scale [--sizes 1000 10000 100000] [--queries 200] [--embedder minilm|hash] \
+    python -m benchmarks.scale [--sizes 1000 10000 100000] [--queries 200] [--embedder minilm|minilm-int8|hash] \
         [--corpus-embed-limit 10000] [--no-baseline] [--ann-check] [--save | --json-out PATH]
 
 For each size it generates learnings deterministically (templates over tools, entities, topics,
@@ -188,7 +188,8 @@ def make_embedder(name: str) -> Any:
     """The embedder under test."""
     from graphmem.embed import HashEmbedder, SentenceTransformerEmbedder
 
-    return HashEmbedder() if name == "hash" else SentenceTransformerEmbedder(batch_size=128)
+    return HashEmbedder() if name == "hash" else SentenceTransformerEmbedder(batch_size=128,
+                                                                             quantize=name == "minilm-int8")
 
 
 def embeddings(specs: list[dict[str, Any]], embedder: Any, tag: str, seed: int, limit: int = 0) -> np.ndarray:
@@ -599,7 +600,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
+    ap.add_argument("--embedder", choices=["minilm", "minilm-int8", "hash"], default="minilm")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--corpus-embed-limit", type=int, default=10000,
                     help="Embed at most this many corpus texts with the model; larger corpora reuse them with noise (0: all).")

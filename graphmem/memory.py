@@ -146,7 +146,7 @@ class Memory:
         settings = settings or Settings()
         user = require_text("user", user, max_chars=200)
         embedder = embedder or default_embedder(settings.embed_query_threads, settings.embed_batch_threads,
-                                                settings.embed_passive_omp)
+                                                settings.embed_passive_omp, settings.embed_int8)
         store = open_store(
             path, dim=embedder.dim, embedder_name=embedder.name, read_only=read_only,
             vector_storage=settings.vector_storage, vector_int8_min_rows=settings.vector_int8_min_rows,

@@ -185,7 +185,9 @@ def _root(
     db: str = typer.Option(None, "--db", envvar="GRAPHMEM_DB", help="Database file (created if missing)."),
     user: str = typer.Option("default", "--user", envvar="GRAPHMEM_USER", help="Whose memory to use."),
     embedder: str = typer.Option(
-        "minilm", "--embedder", envvar="GRAPHMEM_EMBEDDER", help="minilm (bundled MiniLM) or hash (tests, no torch)."
+        "minilm", "--embedder", envvar="GRAPHMEM_EMBEDDER",
+        help="minilm (bundled MiniLM), minilm-int8 (the same model in int8: faster, slightly less precise; "
+             "its own files) or hash (tests, no torch)."
     ),
     read_only: bool = typer.Option(False, "--read-only", help="Open the file read-only."),
     server: str = typer.Option(None, "--server", envvar="GRAPHMEM_SERVER", help="Use a `graphmem serve` URL instead of --db."),
@@ -195,9 +197,21 @@ def _root(
     state.server, state.api_key = server, api_key
 
 
+# --embedder values -> the name a database file records for that embedder
+EMBEDDER_NAMES = {"minilm": "all-MiniLM-L6-v2", "minilm-int8": "all-MiniLM-L6-v2-int8", "hash": "hash-384"}
+
+
+def make_embedder(name: str) -> Any:
+    """The embedder an ``--embedder`` value names (a GraphmemError saying the choices otherwise)."""
+    from graphmem.embed import HashEmbedder, SentenceTransformerEmbedder
+
+    if name not in EMBEDDER_NAMES:
+        raise GraphmemError(f"unknown --embedder {name!r}; use " + ", ".join(EMBEDDER_NAMES))
+    return HashEmbedder() if name == "hash" else SentenceTransformerEmbedder(quantize=name == "minilm-int8")
+
+
 def open_memory() -> Any:
     """The Memory the command works on (opened once per invocation)."""
-    from graphmem.embed import HashEmbedder, SentenceTransformerEmbedder
     from graphmem.memory import Memory
 
     if state._memory is not None:
@@ -209,16 +223,15 @@ def open_memory() -> Any:
         return state._memory
     if not state.db:
         raise GraphmemError("no database given: pass --db PATH (or set GRAPHMEM_DB)")
-    if state.embedder not in ("minilm", "hash"):
-        raise GraphmemError(f"unknown --embedder {state.embedder!r}; use minilm or hash")
-    embedder = HashEmbedder() if state.embedder == "hash" else SentenceTransformerEmbedder()
+    embedder = make_embedder(state.embedder)
     try:
         state._memory = Memory(
             state.db, user=state.user, read_only=state.read_only, embedder=embedder, llm=make_llm(),
             **bolt_credentials(state.db),
         )
     except EmbedderMismatchError as e:  # name the option that fixes it
-        other = "minilm" if state.embedder == "hash" else "hash"
+        fits = [k for k, v in EMBEDDER_NAMES.items() if repr(v) in str(e) and k != state.embedder]
+        other = fits[0] if fits else " or ".join(k for k in EMBEDDER_NAMES if k != state.embedder)
         raise EmbedderMismatchError(f"{e} (CLI: --embedder {other}, or set GRAPHMEM_EMBEDDER={other})") from None
     return state._memory
 

@@ -12,7 +12,18 @@ import os
 
 import typer
 
-from graphmem.cli.common import app, command, console, err_console, make_llm, open_memory, print_json, print_rows, state
+from graphmem.cli.common import (
+    app,
+    command,
+    console,
+    err_console,
+    make_embedder,
+    make_llm,
+    open_memory,
+    print_json,
+    print_rows,
+    state,
+)
 from graphmem.errors import GraphmemError, InvalidInputError
 
 keys_app = typer.Typer(help="Create, list and remove the server's API keys (stored hashed).", no_args_is_help=True)
@@ -46,7 +57,6 @@ def serve_cmd(
     import uvicorn
 
     from graphmem.config import Settings
-    from graphmem.embed import HashEmbedder, SentenceTransformerEmbedder
     from graphmem.server import KeyStore, create_app
 
     db = store_url or state.db
@@ -62,7 +72,7 @@ def serve_cmd(
     if host not in ("127.0.0.1", "localhost", "::1") and not ssl_certfile:
         console.print("[yellow]warning:[/yellow] serving beyond this machine without TLS: keys travel in clear "
                       "text. Put a TLS reverse proxy in front, or pass --ssl-keyfile/--ssl-certfile.")
-    embedder = HashEmbedder() if state.embedder == "hash" else SentenceTransformerEmbedder()
+    embedder = make_embedder(state.embedder)
     # the server's worker refreshes summaries, off the request path
     settings = Settings(summary_refresh="background", server_metrics_public=metrics_public)
     application = create_app(db, keys=store, embedder=embedder, llm=make_llm(), settings=settings, mcp=mcp,
