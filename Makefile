@@ -33,7 +33,7 @@ check: setup
 
 bench-learnings: setup
 	mkdir -p benchmarks/results/local && cp benchmarks/results/history.jsonl benchmarks/results/local/history.jsonl
-	HF_HUB_OFFLINE=1 $(BIN)/graphmem bench learnings --check --history benchmarks/results/local/history.jsonl \
+	HF_HUB_OFFLINE=1 $(BIN)/graphmem bench learnings --check --variants hybrid --history benchmarks/results/local/history.jsonl \
 		--json-out benchmarks/results/local/learnings.json --png-out benchmarks/results/local/learnings.png
 
 clean:
