@@ -219,8 +219,8 @@ class SentenceTransformerEmbedder:
         twice one thread's rate (~200 texts/s here, where the float model's batches do ~150)."""
         self._use_threads(self.query_threads)
         workers = min(self.batch_threads or os.cpu_count() or 1, len(texts))
-        if workers <= 1:
-            return np.vstack([self._embed_direct(model, t) for t in texts])
+        if workers <= 1 or not self._direct_ok(model):  # (a model of other modules: encode's path, one by one)
+            return np.vstack([self.embed([t]) for t in texts])
         with ThreadPoolExecutor(workers, thread_name_prefix="graphmem-embed-int8") as pool:
             return np.vstack(list(pool.map(lambda t: self._embed_direct(model, t), texts)))
 
@@ -248,7 +248,7 @@ class SentenceTransformerEmbedder:
         if len(texts) == 1 and self._direct_ok(model):
             self._use_threads(self.query_threads)
             return self._embed_direct(model, texts[0])
-        if self.quantize:  # one text per forward pass: int8 activations are scaled per pass
+        if self.quantize and len(texts) > 1:  # one text per forward pass: int8 activations are scaled per pass
             return self._embed_singles(model, texts)
         self._use_threads(self.batch_threads if len(texts) > 1 else self.query_threads)
         try:
