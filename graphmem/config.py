@@ -146,7 +146,7 @@ class Settings(BaseModel):
     # same rows; graphmem/embed_workers.py). False: embeds first, on the caller's thread
     embed_beside_writes: bool = True
     # the bundled MiniLM with its linear layers in int8 (torch's dynamic quantisation): one text
-    # embeds ~3.5x faster here, at a small cost in retrieval quality (README, "A faster embedder").
+    # embeds ~3.5x faster here, at a small cost in retrieval quality (README, "The bundled model in int8").
     # Its vectors differ from the float model's, so a file made with one is not opened with the other
     embed_int8: bool = False
     # the learnings' vector mirror (graphmem/store/vectors.py): "auto" keeps float32 rows below

@@ -69,3 +69,33 @@ def test_the_cli_names_the_embedder_a_file_was_made_with(tmp_path: Path) -> None
     assert "--embedder hash" in out.output  # the file's embedder, not just "another one"
     bad = CliRunner().invoke(app, ["--db", str(db), "--embedder", "minilm8", "list"])
     assert bad.exit_code != 0 and "minilm, minilm-int8, hash" in bad.output
+
+
+@pytest.mark.slow
+def test_threads_embedding_at_once_each_get_their_own_vectors() -> None:
+    """Several callers at once (a server's requests, event search's two query workers): batches
+    and single texts from 4 threads, under a watchdog; every row is the text's vector alone."""
+    import threading
+
+    from graphmem.embed import SentenceTransformerEmbedder
+
+    int8 = SentenceTransformerEmbedder(quantize=True)
+    alone = {t: int8.embed([t])[0] for t in TEXTS}
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for r in range(5):
+                texts = TEXTS[k % 4:] + TEXTS[: k % 4] if r % 2 else [TEXTS[(k + r) % 4]]
+                for t, row in zip(texts, int8.embed(texts)):
+                    np.testing.assert_array_equal(row, alone[t])
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "an embedding thread hung"
+    assert not errors, errors[0]
