@@ -145,6 +145,9 @@ def run_round(path: str, threads: int, seconds: float, seed: int, embedder: str,
 
 
 def _child(path: str, threads: int, seconds: float, seed: int, embedder: str, defer: bool, out: Any) -> None:
+    import faulthandler
+
+    faulthandler.enable(all_threads=True)  # a crash prints every thread's Python stack to stderr
     out.send(run_round(path, threads, seconds, seed, embedder, defer))
 
 
