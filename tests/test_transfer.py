@@ -56,6 +56,17 @@ def cmem(make_memory: Callable[..., Memory], clock: FakeClock) -> Memory:
     return make_memory(clock=clock)
 
 
+@pytest.fixture(scope="module")
+def dump_lines(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The lines of one export of :func:`_history` (the bad-input tests each change a copy)."""
+    folder = tmp_path_factory.mktemp("dump")
+    clock = FakeClock()
+    with Memory(folder / "source.kuzu", user="alice", embedder=HashEmbedder(), clock=clock) as source:
+        _history(source, clock)
+        source.export_memory(folder / "alice.jsonl")
+    return (folder / "alice.jsonl").read_text(encoding="utf-8").splitlines()
+
+
 def test_round_trip_keeps_learnings_edges_counters_and_events(cmem: Memory, clock: FakeClock, tmp_path: Path) -> None:
     _history(cmem, clock)
     before = _snapshot(cmem)
@@ -111,23 +122,17 @@ def _bad(tmp_path: Path, lines: list[str]) -> Path:
     ],
 )
 def test_bad_input_is_refused_with_nothing_written(
-    cmem: Memory, clock: FakeClock, tmp_path: Path, mutate: Callable[[list[str]], list[str]], message: str
+    dump_lines: list[str], tmp_path: Path, mutate: Callable[[list[str]], list[str]], message: str
 ) -> None:
-    _history(cmem, clock)
-    dump = tmp_path / "alice.jsonl"
-    cmem.export_memory(dump)
-    bad = _bad(tmp_path, mutate(dump.read_text(encoding="utf-8").splitlines()))
+    bad = _bad(tmp_path, mutate(list(dump_lines)))
     with Memory(tmp_path / "copy.kuzu", user="alice", embedder=HashEmbedder()) as other:
         with pytest.raises(InvalidInputError, match=message):
             other.import_memory(bad)
         assert other.stats(all_users=True).get("Learning", 0) == 0 and other.stats(all_users=True).get("Event", 0) == 0
 
 
-def test_a_vector_of_the_wrong_size_leaves_nothing(cmem: Memory, clock: FakeClock, tmp_path: Path) -> None:
-    _history(cmem, clock)
-    dump = tmp_path / "alice.jsonl"
-    cmem.export_memory(dump)
-    lines = dump.read_text(encoding="utf-8").splitlines()
+def test_a_vector_of_the_wrong_size_leaves_nothing(dump_lines: list[str], tmp_path: Path) -> None:
+    lines = list(dump_lines)
     last_learning = max(i for i, l in enumerate(lines) if '"label": "Learning"' in l)
     rec = json.loads(lines[last_learning])
     rec["properties"]["embedding"] = rec["properties"]["embedding"][:5]
