@@ -21,3 +21,22 @@ def test_ingest_writes_local_results_unless_saved(tmp_path: Path, monkeypatch: p
     assert not (tmp_path / "ingest.json").exists()
     ingest.main([*small, "--save"])
     assert json.loads((tmp_path / "ingest.json").read_text())["n"] == 4
+
+
+def test_write_path_accounts_for_every_statement_of_an_add(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import write_path
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    result = write_path.main(["--at", "300", "--singles", "12", "--parts-rounds", "2"])
+    local = json.loads((tmp_path / "local" / "write_path.json").read_text())
+    assert local == result and not (tmp_path / "write_path.json").exists()
+    adds = result["add_learning"]
+    assert adds["calls"] == 12 and 0 < adds["p50_ms"] <= adds["p95_ms"]
+    statements = adds["statements"]
+    # every add creates its learning in one statement and writes its vector before one commit
+    assert statements["CREATE the learning with its edges and RELATED"]["per_call"] == 1.0
+    assert statements["MATCH (l:Learning {id: $id}) SET l.embedding = $embedding"]["per_call"] == 1.0
+    assert statements["COMMIT"]["per_call"] >= 1.0 and statements["BEGIN TRANSACTION"]["per_call"] >= 1.0
+    # the statements are part of each add's time (rounded to 0.01 ms each)
+    assert sum(s["ms_per_call"] for s in statements.values()) <= adds["mean_ms"] + 0.01 * len(statements)
+    assert set(result["parts_ms"]) == set(write_path.PARTS) and all(v > 0 for v in result["parts_ms"].values())
