@@ -5,8 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -177,6 +179,42 @@ def test_a_failed_write_leaves_nothing_half_written(mem: Memory, monkeypatch: py
     assert len(mem.store.learning_catalog) == 0
     again = mem.add_learning("Keep emails short", tool="send_email")  # not taken for a duplicate
     assert again.validations == 0
+
+
+def test_rolled_back_adds_leave_the_co_occurrence_count_exact_and_later_adds_work(
+    make_memory: Callable[..., Memory],
+) -> None:
+    """Each failed add merged the topic-entity RELATED count, then rolled back; the same count
+    is updated again and again afterwards (Kùzu once refused such a row after rolled-back updates
+    in a raw benchmark: "Write-write conflict of updating the same row")."""
+
+    class FailingEmbedder:  # not a HashEmbedder: its vector is computed beside the writes, as MiniLM's
+        failing = False
+
+        def __init__(self) -> None:
+            self.inner = HashEmbedder()
+            self.name, self.dim = self.inner.name, self.inner.dim
+
+        def embed(self, texts: list[str]) -> Any:
+            if self.failing:  # raised where the add waits for its vector: after its statements ran
+                raise RuntimeError("embedder down")
+            return self.inner.embed(texts)
+
+    embedder = FailingEmbedder()
+    mem = make_memory(embedder=embedder)
+    about = {"tool": "billing", "topics": ["invoices"], "entities": ["Initech"]}
+    for i in range(3):
+        mem.add_learning(f"Invoice rule {i} for Initech", **about)
+    embedder.failing = True
+    for i in range(8):
+        with pytest.raises(RuntimeError, match="embedder down"):
+            mem.add_learning(f"Failed rule {i} for Initech", **about)
+    embedder.failing = False
+    for i in range(4):
+        mem.add_learning(f"Later rule {i} for Initech", **about)
+    weights = mem.cypher("MATCH (a)-[r:RELATED]->(b) RETURN a.name AS a, b.name AS b, r.weight AS w")
+    assert [({r["a"], r["b"]}, r["w"]) for r in weights] == [({"invoices", "Initech"}, 7)]  # 3 + 4 adds
+    assert mem.stats()["Learning"] == 7
 
 
 def test_cypher_read_only_unless_write(mem: Memory) -> None:

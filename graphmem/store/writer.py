@@ -8,6 +8,7 @@ connection and transactions (declared below for type checkers only).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -16,6 +17,8 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import ReadOnlyError, StoreError
+
+log = logging.getLogger("graphmem.store")
 
 if TYPE_CHECKING:
     from graphmem.store.locks import ReadWriteLock
@@ -32,6 +35,7 @@ class DeferredWriter:
     _hot = 0
     deferred_max_delay_s = 0.25
     _tx_serial = 0  # +1 at every BEGIN (batch writes tell their own transaction's nodes by it)
+    _settle_due = False  # a side batch was rolled back: checkpoint before the next write
 
     if TYPE_CHECKING:  # provided by KuzuBase
         path: Any
@@ -150,6 +154,7 @@ class DeferredWriter:
             finally:
                 if not ok:
                     _rollback(conn)
+                    self._settle_due = True  # checkpointed under the exclusive lock (settle_after_rollback)
                 self._side_thread = None
                 self._after_commit = []
             if not ok:
@@ -212,6 +217,25 @@ class DeferredWriter:
         with self._deferred_cond:
             for _ in batch:
                 self._deferred.popleft()
+
+    def settle_after_rollback(self) -> None:
+        """Checkpoint after a write transaction was rolled back (the caller holds the store
+        exclusively, outside any transaction).
+
+        Kùzu 0.11.3 can refuse every later update of a row that a rolled-back transaction had
+        updated ("Write-write conflict of updating the same row"): an add whose embedder failed
+        made the next adds on the same summaries fail, and a few such failures later the process
+        crashed inside Kùzu. A checkpoint clears that state (tests/test_memory_core.py); rollbacks
+        are rare, so their checkpoint costs little. A file opened read-only is left alone. An
+        in-memory database is left alone too: Kùzu 0.11.3 crashed the process on that checkpoint,
+        so there the state stays (see the README's "Errors, concurrency and files")."""
+        self._settle_due = False
+        if self.path is None or self.read_only:
+            return
+        try:
+            self._conn_main.execute("CHECKPOINT")
+        except RuntimeError as e:  # the write's own error is what the caller reports
+            log.warning("graphmem: the checkpoint after a rolled-back write failed: %s", e)
 
     def flush_deferred(self) -> None:
         """Wait until every deferred write is in the file; raises StoreError if one fails."""
