@@ -276,12 +276,12 @@ def run(store: KuzuConnection, query: str, params: Mapping[str, Any] | None, *, 
         except RuntimeError as e:
             if not outer:
                 rollback(conn)
-                store.settle_after_rollback()
+                store._settle_after_rollback()
             raise CypherError(f"Cypher failed: {first_line(e)}") from e
         except BaseException:
             if not outer:
                 rollback(conn)
-                store.settle_after_rollback()
+                store._settle_after_rollback()
             raise
         if not outer:
             try:

@@ -311,7 +311,7 @@ class KuzuBase(DeferredWriter, FulltextIndexes, HeldStatement):
             if self._closed:
                 raise StoreError("this Memory is closed; open a new one")
             if self._settle_due:
-                self.settle_after_rollback()
+                self._settle_after_rollback()
             self._drain_deferred()
             self._drop_fulltext()
             try:
@@ -334,7 +334,7 @@ class KuzuBase(DeferredWriter, FulltextIndexes, HeldStatement):
                 self._before_commit = []
                 self._drop_held()
                 _rollback(conn)  # Kùzu may already have rolled back after the failing statement
-                self.settle_after_rollback()
+                self._settle_after_rollback()
                 if is_pool_error(e) and not isinstance(e, BufferPoolError):
                     raise self._pool_error(e, "a write") from e
                 raise
@@ -347,7 +347,7 @@ class KuzuBase(DeferredWriter, FulltextIndexes, HeldStatement):
                 conn.execute("COMMIT")
             except RuntimeError as e:
                 _rollback(conn)
-                self.settle_after_rollback()
+                self._settle_after_rollback()
                 self._resync_mirrors()  # the commit may have reached the file: re-read it
                 if is_pool_error(e):
                     raise self._pool_error(e, "committing a write") from e

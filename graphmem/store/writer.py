@@ -154,7 +154,7 @@ class DeferredWriter:
             finally:
                 if not ok:
                     _rollback(conn)
-                    self._settle_due = True  # checkpointed under the exclusive lock (settle_after_rollback)
+                    self._settle_due = True  # checkpointed under the exclusive lock (_settle_after_rollback)
                 self._side_thread = None
                 self._after_commit = []
             if not ok:
@@ -218,7 +218,7 @@ class DeferredWriter:
             for _ in batch:
                 self._deferred.popleft()
 
-    def settle_after_rollback(self) -> None:
+    def _settle_after_rollback(self) -> None:
         """Checkpoint after a write transaction was rolled back (the caller holds the store
         exclusively, outside any transaction).
 
