@@ -7,6 +7,7 @@ pytest. The longer run (8 threads × 60 s × 20 rounds) is ``python -m benchmark
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import threading
 from collections import deque
@@ -257,3 +258,90 @@ def test_full_text_reads_never_overlap_writes(tmp_path: Path) -> None:
         proc.kill()
         pytest.fail("deadlock: full-text reads and writes did not finish")
     assert proc.exitcode == 0, f"the process died (exit code {proc.exitcode})"
+
+
+class _FailingEmbedder:
+    """The hash embedder, failing ~30% of calls at random (seeded); not a HashEmbedder, so its
+    vectors are computed beside the writes, as MiniLM's, and an add fails after its statements."""
+
+    def __init__(self, seed: int) -> None:
+        import random
+
+        from graphmem import HashEmbedder
+
+        self.inner = HashEmbedder()
+        self.name, self.dim = self.inner.name, self.inner.dim
+        self.rng, self.lock = random.Random(seed), threading.Lock()
+
+    def embed(self, texts: list[str]) -> object:
+        with self.lock:
+            fail = self.rng.random() < 0.3
+        if fail:
+            raise RuntimeError("embedder down")
+        return self.inner.embed(texts)
+
+
+def _failing_adds_round(path: str, out: object) -> None:
+    """In a child process: 6 threads add learnings on one topic and entity (and call context)
+    while the embedder fails at random; sends the outcome counts and the stored counts."""
+    import logging
+    import random
+    from collections import Counter
+
+    from graphmem.errors import GraphmemError
+    from graphmem.llm import OfflineLLM
+
+    logging.disable(logging.WARNING)  # the failed summary refreshes' warnings
+    mem = Memory(path, user="alice", embedder=_FailingEmbedder(1), llm=OfflineLLM())
+    seen: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def worker(k: int) -> None:
+        rng = random.Random(k)
+        for i in range(30):
+            try:
+                if rng.random() < 0.7:
+                    mem.add_learning(f"Rule {k}-{i} for Initech", tool="billing", topics=["invoices"], entities=["Initech"])
+                    key = "added"
+                else:
+                    mem.context("invoices for Initech", tool="billing")
+                    key = "context"
+            except RuntimeError as e:
+                key = "embedder error" if "embedder down" in str(e) else f"raw: {e}"
+            except GraphmemError as e:
+                key = f"{type(e).__name__}: {e}"
+            with lock:
+                seen[key] += 1
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    weights = [r["w"] for r in mem.cypher("MATCH (a)-[r:RELATED]->(b) RETURN r.weight AS w")]
+    out.send({"seen": dict(seen), "learnings": mem.stats().get("Learning", 0), "weights": weights})  # type: ignore[attr-defined]
+    mem.close()
+
+
+def test_threads_adding_while_the_embedder_fails_lose_nothing_and_never_crash(tmp_path: Path) -> None:
+    """Every failed add rolls back after its statements ran; the adds after it (other threads'
+    too) must still work: no write-write conflict, no crash (Kùzu crashed here before the store
+    checkpointed after a rollback), every successful add stored and counted exactly once."""
+    ctx = mp.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_failing_adds_round, args=(str(tmp_path / "m.kuzu"), send))
+    proc.start()
+    send.close()
+    got = None
+    if recv.poll(240):
+        with contextlib.suppress(EOFError):  # the child died before sending
+            got = recv.recv()
+    proc.join(timeout=30)
+    if proc.is_alive():
+        proc.kill()
+    assert got is not None, f"the child died (exit code {proc.exitcode}) or hung"
+    seen = got["seen"]
+    assert set(seen) <= {"added", "context", "embedder error"}, seen
+    assert seen["embedder error"] >= 10 and seen["added"] >= 10, seen  # both paths were exercised
+    assert got["learnings"] == seen["added"]
+    assert got["weights"] == [seen["added"]]  # the topic-entity count: one per stored add
