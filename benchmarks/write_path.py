@@ -13,7 +13,9 @@ tool edge (relationship scans). (The RELATED merge is not timed alone: after a f
 updates of the same RELATED edge, Kùzu 0.11.3 refused the next one with "Write-write conflict of
 updating the same row".)
 Each part is the median of ``--parts-rounds`` rounds. The hash embedder (default) leaves only the
-writes; MiniLM shows how the embedding overlaps them.
+writes; MiniLM shows how the embedding overlaps them: the run also times each add's embedding
+(computed on a worker beside the writes), how long the add then waited for it, and the same texts
+embedded alone afterwards.
 
 Writes benchmarks/results/local/write_path.json (ignored); ``--save`` writes the tracked
 benchmarks/results/write_path.json instead.
@@ -29,15 +31,19 @@ import time
 import uuid
 import warnings
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+import graphmem.learnings as learnings_module
 from benchmarks.common import results_dir
 from benchmarks.ingest import _checkpoint, _embedder, _prefill, synthetic_item
 from graphmem import Memory
+from graphmem.embed import Embedder
 from graphmem.llm import OfflineLLM
 
 _PROPS = ("id: $id, user_id: 'bench', shared: false, kind: 'rule', content: $id, status: 'active', tier: 'active', "
@@ -89,7 +95,30 @@ def time_singles(mem: Memory, items: list[dict[str, Any]]) -> dict[str, Any]:
 
     for item in items[:10]:  # warm: prepared statements, caches
         mem.add_learning(**item)
+    embedding: dict[str, list[float]] = defaultdict(list)
+    embedder: Any = mem.deps.embedder
+    embed, beside = embedder.embed, learnings_module.embed_one_beside
+
+    def timed_embed(texts: Any) -> Any:  # on the worker beside the writes (or the caller's thread)
+        t = time.perf_counter()
+        try:
+            return embed(texts)
+        finally:
+            embedding["computing"].append(time.perf_counter() - t)
+
+    def timed_beside(embedder: Embedder, text: str) -> Callable[[], np.ndarray]:
+        vector = beside(embedder, text)
+
+        def wait() -> np.ndarray:  # what the add then waits for the vector, after its other writes
+            t = time.perf_counter()
+            try:
+                return vector()
+            finally:
+                embedding["waited"].append(time.perf_counter() - t)
+        return wait
+
     store._run, conn.execute = timed_run, timed_execute
+    embedder.embed, learnings_module.embed_one_beside = timed_embed, timed_beside
     lat = []
     try:
         for item in items[10:]:
@@ -97,8 +126,13 @@ def time_singles(mem: Memory, items: list[dict[str, Any]]) -> dict[str, Any]:
             mem.add_learning(**item)
             lat.append(time.perf_counter() - t)
     finally:
-        del store._run
+        del store._run, embedder.embed
         conn.execute = execute
+        learnings_module.embed_one_beside = beside
+    for item in items[10:]:  # the same texts embedded alone, nothing else running
+        t = time.perf_counter()
+        embedder.embed([item["content"]])
+        embedding["alone"].append(time.perf_counter() - t)
     n = len(lat)
     return {
         "calls": n,
@@ -108,6 +142,7 @@ def time_singles(mem: Memory, items: list[dict[str, Any]]) -> dict[str, Any]:
         "statements": {k: {"per_call": round(len(v) / n, 2), "p50_ms": round(1000 * statistics.median(v), 2),
                            "ms_per_call": round(1000 * sum(v) / n, 2)}
                        for k, v in sorted(spent.items(), key=lambda kv: -sum(kv[1]))},
+        "embedding_p50_ms": {k: round(1000 * statistics.median(v), 2) for k, v in embedding.items()},
     }
 
 
@@ -167,6 +202,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name, s in singles["statements"].items():
         table.add_row(name, f"{s['per_call']:.2f}", f"{s['p50_ms']:.2f}", f"{s['ms_per_call']:.2f}")
     console.print(table)
+    e = singles["embedding_p50_ms"]
+    console.print(f"the embedding (p50): {e['computing']:.2f} ms beside the writes, the add then waited "
+                  f"{e['waited']:.2f} ms for it; the same texts alone: {e['alone']:.2f} ms")
     table = Table(title="parts of the statement that creates a learning (rolled back)")
     table.add_column("statement")
     table.add_column("p50 ms", justify="right")

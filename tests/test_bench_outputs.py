@@ -40,3 +40,7 @@ def test_write_path_accounts_for_every_statement_of_an_add(tmp_path: Path, monke
     # the statements are part of each add's time (rounded to 0.01 ms each)
     assert sum(s["ms_per_call"] for s in statements.values()) <= adds["mean_ms"] + 0.01 * len(statements)
     assert set(result["parts_ms"]) == set(write_path.PARTS) and all(v > 0 for v in result["parts_ms"].values())
+    # each add's embedding: computed once per add, waited for once, and the same texts alone
+    embedding = adds["embedding_p50_ms"]
+    assert set(embedding) == {"computing", "waited", "alone"} and all(v >= 0 for v in embedding.values())
+    assert embedding["waited"] <= adds["p95_ms"]
