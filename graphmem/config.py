@@ -143,7 +143,8 @@ class Settings(BaseModel):
     embed_passive_omp: bool = True
     # add_learning embeds the learning's text on a worker thread while it writes the learning's
     # node, edges and summary counts, and writes the vector last in the same transaction (the
-    # same rows; graphmem/embed_workers.py). False: embeds first, on the caller's thread
+    # same rows; graphmem/embed_workers.py). False: embeds first, on the caller's thread (as an
+    # in-memory database always does: there a rolled-back write cannot be cleaned up)
     embed_beside_writes: bool = True
     # the bundled MiniLM with its linear layers in int8 (torch's dynamic quantisation): one text
     # embeds ~3.5x faster here, at a small cost in retrieval quality (README, "The bundled model in int8").

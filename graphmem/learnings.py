@@ -108,7 +108,10 @@ class LearningService:
         )
         learning = self.screened(learning)
         text = _embedding_text(learning)
-        if self.deps.settings.embed_beside_writes:  # computed on a worker while the rest is written
+        # computed on a worker while the rest is written; first in an in-memory database, where
+        # an embedder error after the writes would leave their rows refusing later updates (Kùzu
+        # 0.11.3; a file is checkpointed after a rollback instead, which crashed in memory)
+        if self.deps.settings.embed_beside_writes and self.deps.store.path is not None:
             vector: np.ndarray | Callable[[], np.ndarray] = embed_one_beside(self.deps.embedder, text)
         else:
             vector = self.deps.embed_one(text)
