@@ -108,10 +108,9 @@ class LearningService:
         )
         learning = self.screened(learning)
         text = _embedding_text(learning)
-        # computed on a worker while the rest is written; first in an in-memory database, where
-        # an embedder error after the writes would leave their rows refusing later updates (Kùzu
-        # 0.11.3; a file is checkpointed after a rollback instead, which crashed in memory)
-        if self.deps.settings.embed_beside_writes and self.deps.store.path is not None:
+        # computed on a worker while the rest is written, unless the store asks for it first
+        # (an in-memory Kùzu database: store.embed_first)
+        if self.deps.settings.embed_beside_writes and not self.deps.store.embed_first:
             vector: np.ndarray | Callable[[], np.ndarray] = embed_one_beside(self.deps.embedder, text)
         else:
             vector = self.deps.embed_one(text)

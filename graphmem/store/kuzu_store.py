@@ -618,6 +618,14 @@ class KuzuBase(DeferredWriter, FulltextIndexes, HeldStatement):
         """True once :meth:`close` ran."""
         return self._closed
 
+    @property
+    def embed_first(self) -> bool:
+        """Whether ``add_learning`` must embed before it writes instead of beside the writes:
+        an in-memory Kùzu database, where a write rolled back after some of its statements ran
+        cannot be settled (:meth:`_settle_after_rollback`), so a failing embedder must fail
+        before anything is written."""
+        return self.path is None
+
 
 def _first_line(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

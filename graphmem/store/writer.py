@@ -228,7 +228,8 @@ class DeferredWriter:
         crashed inside Kùzu. A checkpoint clears that state (tests/test_memory_core.py); rollbacks
         are rare, so their checkpoint costs little. A file opened read-only is left alone. An
         in-memory database is left alone too: Kùzu 0.11.3 crashed the process on that checkpoint,
-        so there the state stays (see the README's "Errors, concurrency and files")."""
+        so there ``add_learning`` embeds before it writes (``embed_first``) and the state stays
+        only after other failed writes (see the README's "Errors, concurrency and files")."""
         self._settle_due = False
         if self.path is None or self.read_only:
             return

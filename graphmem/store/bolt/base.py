@@ -73,6 +73,12 @@ def _column_types(schema: bolt_schema.Schema) -> dict[str, str]:
 class BoltBase(BoltFreshness, BoltCypher):
     """KuzuBase's locks, transactions, deferred writes and hooks over a Bolt server."""
 
+    @property
+    def embed_first(self) -> bool:
+        """False: a Bolt server rolls a failed write back cleanly, so ``add_learning`` embeds
+        beside its writes (``path`` is None here, unlike an in-memory Kùzu database's reason)."""
+        return False
+
     def __init__(
         self,
         url: str,
