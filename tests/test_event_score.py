@@ -85,7 +85,7 @@ def test_the_sparse_ranking_equals_the_plain_one(int8_memory: Memory, update: di
         assert np.array_equal(final, plain), query  # bit for bit
         for key in ("vector", "fulltext", "base", "near"):
             assert np.array_equal(parts[key], plain_parts[key]), (query, key)
-        for i in top_k(final, 10):
+        for i in top_k(np.asarray(final), 10):
             if parts["vector"][i] > 0:
                 assert parts["dense_rank"][int(i)] == plain_parts["dense_rank"][int(i)]
             assert parts["bm_rank"][int(i)] == plain_parts["bm_rank"][int(i)]
@@ -186,3 +186,36 @@ def test_scattered_reads_like_the_array_it_stands_for() -> None:
     assert [x[i] for i in range(6)] == dense.tolist()
     assert np.array_equal(x, dense) and np.array_equal(x[np.array([4, 0])], dense[[4, 0]])
     assert x.astype(np.float32).dtype == np.float32 and x[5] == 0.0 and not x[np.int64(3)] > 0
+
+
+def test_an_overlay_reads_like_its_array_and_ranks_like_it_under_additions() -> None:
+    """The final scores as kept priors plus values at the support: the same reads, top and
+    additions as the plain array, whether the best are found among the support alone (priors
+    all lower) or need every position (a prior among the best)."""
+    from graphmem.retrieve.event_score import Overlay
+
+    rng = np.random.default_rng(11)
+    n = 5_000
+    for prior_scale in (0.01, 3.0):  # priors below the support's best; priors among them
+        prior = np.round(rng.normal(size=n) * prior_scale, 2)
+        at = np.sort(rng.choice(n, size=400, replace=False))
+        values = np.round(rng.normal(size=at.size) + 2.0, 2)  # ties
+        plain = prior.copy()
+        plain[at] = values
+        overlay = Overlay(prior, float(prior.max()), at.copy(), values.copy())
+        assert np.array_equal(np.asarray(overlay), plain)
+        probe = rng.choice(n, size=50)
+        assert np.array_equal(overlay[probe], plain[probe])
+        assert [overlay[int(i)] for i in probe] == plain[probe].tolist()
+        ranked, reference = Ranked(overlay, 12), plain.copy()
+        for _ in range(5):
+            for k in (1, 5, 12):
+                assert np.array_equal(ranked.top(k), top_k(reference, k))
+            floor = float(reference[top_k(reference, 8)[-1]]) - 0.05
+            assert np.array_equal(ranked.at_least(floor), np.flatnonzero(reference >= floor))
+            where = rng.choice(n, size=9, replace=False)  # some in the support, most not
+            amount = np.round(rng.random(where.size), 2)
+            ranked.add(where, amount)
+            reference[where] = reference[where] + amount
+            assert np.array_equal(np.asarray(ranked.values), reference)
+        assert np.array_equal(ranked.top(40), top_k(reference, 40))  # beyond the pool: every position

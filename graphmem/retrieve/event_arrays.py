@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -83,6 +83,16 @@ def entity_index(store: object, user: str, layout: EventLayout) -> EntityIndex:
         new = {layout.order[p]: p for p in range(len(index.linked), len(layout))}
         index.extend(new, layout.linked, [r for r in layout.mention_rows if r[0] in new])
     return index  # type: ignore[no-any-return]
+
+
+class Scores(Protocol):
+    """What the later ranking steps read of the final scores: a numpy array, or an
+    :class:`graphmem.retrieve.event_score.Overlay` standing for one (``x[i]``, ``x[positions]``)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    def __getitem__(self, i: Any) -> Any: ...
 
 
 def entity_arrays(index: EntityIndex, key: str, layout: EventLayout) -> tuple[np.ndarray, np.ndarray]:
@@ -177,7 +187,7 @@ def date_match(query: str, layout: EventLayout) -> np.ndarray:
 
 
 def diverse_top(
-    final: np.ndarray, session: list[str], k: int, decay: float, tops: Callable[[int], np.ndarray] | None = None
+    final: Scores, session: list[str], k: int, decay: float, tops: Callable[[int], np.ndarray] | None = None
 ) -> np.ndarray:
     """The ``k`` best positions, where each further hit from a session already in the list
     counts ``decay`` times less (1.0: plain top k). Answers spread over sessions (multi-hop
@@ -326,13 +336,14 @@ def pool_z(values: np.ndarray, among: np.ndarray) -> np.ndarray:
     return np.clip((values - float(sub.mean())) / std, 0.0, None) / 4.0  # type: ignore[no-any-return]
 
 
-def top_k(values: np.ndarray, k: int) -> np.ndarray:
+def top_k(values: np.ndarray | Scores, k: int) -> np.ndarray:
     """The first ``k`` of ``np.argsort(-values, kind="stable")`` (best first, ties in position
     order) without sorting every value: a bound on the k-th best (from the maxima of blocks of
     values on long arrays, one pass without a copy; else a partition), then only the values at
     least as good are sorted."""
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
+    values = values if isinstance(values, np.ndarray) else np.asarray(values)  # an Overlay: made whole
     if 4 * k >= values.shape[0]:
         return np.argsort(-values, kind="stable")[:k]
     cand, _ = top_candidates(values, k)

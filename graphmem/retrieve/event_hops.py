@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from graphmem.config import Settings
-from graphmem.retrieve.event_arrays import top_k
+from graphmem.retrieve.event_arrays import Scores, top_k
 from graphmem.store.search import EventLayout
 
 
@@ -50,7 +50,7 @@ def same_speaker_turns(layout: EventLayout, position: int, reach: int) -> list[i
 
 
 def continuation_shares(
-    final: np.ndarray, layout: EventLayout, settings: Settings, best: Callable[[int], np.ndarray] | None = None
+    final: Scores, layout: EventLayout, settings: Settings, best: Callable[[int], np.ndarray] | None = None
 ) -> dict[int, float]:
     """Position -> the best share of the top score among the best ``search_continuation_seeds``
     hits whose same-speaker neighbour it is (see the module docstring), for the positions with a

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from graphmem.retrieve.event_arrays import top_k
+from graphmem.retrieve.event_arrays import Scores, top_k
 from graphmem.store.vectors import quantise, scan_cosines, unit_rows
 
 PRUNE_MIN_EVENTS = 20_000  # fewer events: the plain scan (cheap, and float32 below 50,000 events)
@@ -138,7 +138,7 @@ def wait_for_sums(store: Any, user: str, timeout: float) -> bool:
 
 
 def pruned_feedback(
-    store: Any, vectors: Any, layout: Any, unit: np.ndarray, seeds: np.ndarray, final: np.ndarray, weight: float,
+    store: Any, vectors: Any, layout: Any, unit: np.ndarray, seeds: np.ndarray, final: Scores, weight: float,
     keep: int, ranked: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]] | None:
     """``(z, candidates, exact_at)``: the clipped z-scored cosine / 4 of every event to ``unit`` (mean and
@@ -172,7 +172,7 @@ def pruned_feedback(
     bound = max(0.0, (stats.peak * float(np.linalg.norm(q)) * (1 + 1e-6) + 1e-6 - mean) / std) / 4.0
     kth = float(final[(ranked.top(keep) if ranked is not None else top_k(final, keep))[-1]])  # before feedback
     floor = kth - weight * bound - 1e-9
-    cand = ranked.at_least(floor) if ranked is not None else np.flatnonzero(final >= floor)
+    cand = ranked.at_least(floor) if ranked is not None else np.flatnonzero(np.asarray(final) >= floor)
     if cand.size > _MAX_CANDIDATES * n:
         return None
     def exact_at(positions: np.ndarray) -> np.ndarray:

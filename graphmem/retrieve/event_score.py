@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from graphmem.config import Settings
-from graphmem.retrieve.event_arrays import _BLOCKED_TOP_MIN, RankOf, top_candidates, top_k
+from graphmem.retrieve.event_arrays import _BLOCKED_TOP_MIN, RankOf, Scores, top_candidates, top_k
 from graphmem.retrieve.event_rank import weighted_sum
 from graphmem.store.search import EventLayout
 
@@ -76,31 +76,34 @@ class RankAmong(RankOf):
         return super().__getitem__(j)
 
 
-def prior_scores(layout: EventLayout, sig: Any, settings: Settings, timed: bool) -> np.ndarray:
+def prior_scores(layout: EventLayout, sig: Any, settings: Settings, timed: bool) -> tuple[np.ndarray, float]:
     """Per event, the fused score of an event no other signal names: its time bonus (``timed``:
-    the question asks *when*) plus the turn priors, in the plain fusion's order. Kept on the
-    layout until the next write (the turn priors' mean moves) or other weights."""
+    the question asks *when*) plus the turn priors, in the plain fusion's order; and the largest
+    of them. Kept on the layout until the next write (the turn priors' mean moves) or other
+    weights."""
     s = settings
     key = ("prior_scores", timed, s.search_weight_time, s.search_weight_length, s.search_weight_question_turn,
            sig.length is not None)
     got = layout.derived.get("prior_scores")
     n = len(layout)
     if got is not None and got[0] == key and got[1].shape[0] == n:
-        return got[1]  # type: ignore[no-any-return]
+        return got[1], got[2]
     own = np.zeros(n)
     if timed:
         own = own + s.search_weight_time * sig.temporal
     if sig.length is not None and sig.asks is not None:
         own = own + s.search_weight_length * sig.length - s.search_weight_question_turn * sig.asks
-    layout.derived["prior_scores"] = (key, own)
-    return own
+    top = float(own.max(initial=-np.inf))
+    layout.derived["prior_scores"] = (key, own, top)
+    return own, top
 
 
 def sparse_score(
     sig: Any, neighbours: np.ndarray, layout: EventLayout, settings: Settings
-) -> tuple[np.ndarray, dict[str, Any]] | None:
+) -> tuple[Overlay, dict[str, Any]] | None:
     """``(final, parts)`` as :meth:`graphmem.retrieve.search.EventSearch._score` returns them,
-    from the support only (see the module docstring); None when the plain fusion is the way."""
+    from the support only (see the module docstring), ``final`` as an :class:`Overlay` of the
+    kept prior scores; None when the plain fusion is the way."""
     s = settings
     scanned = sig.scanned
     n = sig.dense.shape[0]
@@ -172,14 +175,79 @@ def sparse_score(
             got = base[at]
             got[at < 0] = 0.0  # no neighbour
             near_w = np.maximum(near_w, got * decay if decay != 1.0 else got)
-    final = prior_scores(layout, sig, s, timed).copy()
-    final[w] = own + s.search_weight_neighbour * near_w
+    prior, prior_top = prior_scores(layout, sig, s, timed)
+    final = Overlay(prior, prior_top, w, own + s.search_weight_neighbour * near_w)
     bm_at = np.flatnonzero(bm_p > 0)
     # the parts the hits' reasons read at a few positions: zero off the scanned events (vector,
     # fulltext) and off the support (near)
     v, t, near = Scattered(n, p, v_p), Scattered(n, p, t_p), Scattered(n, w, near_w)
     return final, {"vector": v, "fulltext": t, "base": base, "near": near,
                    "dense_rank": RankAmong(dense_p, p), "bm_rank": RankAmong(bm_p[bm_at], p[bm_at])}
+
+
+class Overlay:
+    """Every event's final score without an array of every event: the kept ``prior`` scores
+    (read only, shared between queries; their largest is ``prior_top``) except at the
+    positions ``at`` (ascending, distinct), which hold ``values``. Reads like the array it stands
+    for (``x[i]``, ``x[positions]``, ``np.asarray(x)``); :meth:`add` changes it in place. A
+    copy of the priors per query costs ~2-5 ms at a million events; the best positions are
+    found among ``at`` alone as long as they score above every prior (:meth:`best`)."""
+
+    def __init__(self, prior: np.ndarray, prior_top: float, at: np.ndarray, values: np.ndarray) -> None:
+        self.prior, self.prior_top = prior, prior_top
+        self.at, self.values = at, values
+        self.shape = prior.shape
+
+    def _where(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        j = np.searchsorted(self.at, positions)
+        jc = np.minimum(j, max(self.at.size - 1, 0))
+        hit = (j < self.at.size) & (self.at[jc] == positions) if self.at.size else np.zeros(positions.shape, dtype=bool)
+        return jc, hit
+
+    def __getitem__(self, i: Any) -> Any:
+        if np.ndim(i) == 0:
+            j = int(np.searchsorted(self.at, i))
+            return self.values[j] if j < self.at.size and self.at[j] == i else self.prior[i]
+        positions = np.asarray(i)
+        jc, hit = self._where(positions)
+        return np.where(hit, self.values[jc] if self.at.size else 0.0, self.prior[positions])
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.prior.copy()
+        out[self.at] = self.values
+        return out if dtype is None else out.astype(dtype)
+
+    def astype(self, dtype: Any) -> np.ndarray:
+        """The whole array as ``dtype``."""
+        return np.asarray(self).astype(dtype)
+
+    def add(self, positions: np.ndarray, amounts: np.ndarray | float) -> None:
+        """``x[positions] += amounts`` (distinct positions)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        if positions.size == 0:
+            return
+        new = self[positions] + amounts
+        jc, hit = self._where(positions)
+        self.values[jc[hit]] = new[hit]
+        if not hit.all():
+            order = np.argsort(positions[~hit])
+            fresh, fresh_values = positions[~hit][order], new[~hit][order]
+            where = np.searchsorted(self.at, fresh)
+            self.at = np.insert(self.at, where, fresh)
+            self.values = np.insert(self.values, where, fresh_values)
+
+    def best(self, size: int) -> tuple[np.ndarray, float] | None:
+        """``(positions, floor)`` as :func:`graphmem.retrieve.event_arrays.top_candidates` gives
+        them (every position scoring at least ``floor``, ascending; at least ``size`` of them),
+        when the ``size``-th best of ``values`` is above every prior score (every other position
+        scores a prior: below it); None otherwise."""
+        m = self.at.size
+        if size <= 0 or m < size:
+            return None
+        kth = float(np.partition(self.values, m - size)[m - size])
+        if not kth > self.prior_top:
+            return None
+        return self.at[self.values >= kth], kth
 
 
 class Ranked:
@@ -196,16 +264,25 @@ class Ranked:
     arrays shorter than top_k's own crossover (``_BLOCKED_TOP_MIN``) no pool is kept: each call
     looks at every value, which is cheaper there."""
 
-    def __init__(self, values: np.ndarray, size: int) -> None:
-        self.values = values
+    def __init__(self, values: Scores, size: int) -> None:
+        self.values: np.ndarray | Overlay = values if isinstance(values, Overlay) else np.asarray(values)
         # below top_k's own crossover a partition of every value is cheaper than the pool
-        self.size = max(int(size), 1) if values.shape[0] >= _BLOCKED_TOP_MIN else 0
+        # (an Overlay finds its pool among its own positions: kept at any length)
+        long = values.shape[0] >= _BLOCKED_TOP_MIN or isinstance(values, Overlay)
+        self.size = max(int(size), 1) if long else 0
         self._pool: np.ndarray | None = None
         self._floor = -np.inf
 
+    def dense(self) -> np.ndarray:
+        """The values as an array of every position (an :class:`Overlay` is made one, once)."""
+        if isinstance(self.values, Overlay):
+            self.values = np.asarray(self.values)
+        return self.values
+
     def _take(self) -> np.ndarray:
         if self._pool is None:
-            self._pool, self._floor = top_candidates(self.values, self.size)
+            got = self.values.best(self.size) if isinstance(self.values, Overlay) else None
+            self._pool, self._floor = got if got is not None else top_candidates(self.dense(), self.size)
         return self._pool
 
     def at_least(self, floor: float) -> np.ndarray:
@@ -213,12 +290,15 @@ class Ranked:
         if self._pool is not None and floor >= self._floor:
             pool = self._pool
             return pool[self.values[pool] >= floor]  # type: ignore[no-any-return]
-        return np.flatnonzero(self.values >= floor)
+        values = self.values
+        if isinstance(values, Overlay) and floor > values.prior_top:
+            return values.at[values.values >= floor]
+        return np.flatnonzero(self.dense() >= floor)
 
     def top(self, k: int) -> np.ndarray:
         """The first ``k`` of ``np.argsort(-values, kind="stable")``."""
         if k > self.size:
-            return top_k(self.values, k)
+            return top_k(self.dense(), k)
         pool = self._take()
         return pool[np.argsort(-self.values[pool], kind="stable")[:k]]  # type: ignore[no-any-return]
 
@@ -226,7 +306,10 @@ class Ranked:
         """``values[positions] += amounts`` (distinct positions, nonnegative amounts)."""
         if positions.size == 0:
             return
-        self.values[positions] = self.values[positions] + amounts
+        if isinstance(self.values, Overlay):
+            self.values.add(positions, amounts)
+        else:
+            self.values[positions] = self.values[positions] + amounts
         if self._pool is not None:
             self._pool = np.union1d(self._pool, positions)
 

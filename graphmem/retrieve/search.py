@@ -75,6 +75,7 @@ from graphmem.retrieve.entities import EntityIndex
 from graphmem.retrieve.event_arrays import (
     NamesAt,
     RankOf,
+    Scores,
     asks_when,
     date_match,
     diverse_top,
@@ -248,9 +249,11 @@ class EventSearch:
 
     def rank(
         self, sig: _Signals, layout: EventLayout, index: EntityIndex, wanted: list[str], k: int
-    ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """The ``k`` best layout positions under the current settings, the final scores and
-        their parts (fusion, bonuses, neighbours, second hop)."""
+    ) -> tuple[np.ndarray, Scores, dict[str, Any]]:
+        """The ``k`` best layout positions under the current settings, the final scores (an
+        array, or an :class:`graphmem.retrieve.event_score.Overlay` reading like one:
+        ``np.asarray`` makes it an array) and their parts (fusion, bonuses, neighbours, second
+        hop)."""
         s = self.settings
         final, parts = self._score(sig, layout.neighbour_index(s.search_neighbour_window), layout)
         keep = k if s.search_session_decay >= 1.0 else 4 * k
@@ -260,8 +263,8 @@ class EventSearch:
                                    s.search_continuation_seeds, 1))
         hop, via = self._second_hop(final, index, wanted, layout, ranked.top)
         if s.search_weight_feedback > 0:
-            ranked.replace(ranked.values + s.search_weight_hop * hop + s.search_weight_feedback
-                           * self._feedback(ranked.values, layout))
+            ranked.replace(ranked.dense() + s.search_weight_hop * hop + s.search_weight_feedback
+                           * self._feedback(ranked.dense(), layout))
         else:
             at = np.fromiter(via, dtype=np.int64, count=len(via))  # the positions the hop lifted
             ranked.add(at, s.search_weight_hop * hop[at])
@@ -271,7 +274,7 @@ class EventSearch:
         parts["prf"] = prf
         fb, fill, fb_at = self._rocchio(ranked.values, sig, layout, keep, ranked)
         if fb_at is None:
-            ranked.replace(ranked.values + s.search_weight_rocchio * fb)
+            ranked.replace(ranked.dense() + s.search_weight_rocchio * fb)
         else:
             ranked.add(fb_at, s.search_weight_rocchio * fb[fb_at])
         parts["rocchio"] = fb
@@ -288,7 +291,7 @@ class EventSearch:
         return diverse_top(ranked.values, layout.session, k, s.search_session_decay, ranked.top), ranked.values, parts
 
     def _rocchio(
-        self, final: np.ndarray, sig: _Signals, layout: EventLayout, keep: int = 0, ranked: Ranked | None = None
+        self, final: Scores, sig: _Signals, layout: EventLayout, keep: int = 0, ranked: Ranked | None = None
     ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray] | None, np.ndarray | None]:
         """Pseudo-relevance feedback in embedding space (Rocchio): the query vector (without its
         anchored names) plus the score-weighted mean vector of the best ``search_rocchio_docs``
@@ -372,7 +375,7 @@ class EventSearch:
     # --- scoring ----------------------------------------------------------------------------
     def _score(
         self, sig: _Signals, neighbours: np.ndarray, layout: EventLayout | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
+    ) -> tuple[Scores, dict[str, Any]]:
         """Fused base score scaled to [0, 1] plus bonuses; returns (final, parts). After a
         shortlist scan, from the events other than the time flag and turn priors name only
         (the same values: :mod:`graphmem.retrieve.event_score`)."""
@@ -469,7 +472,7 @@ class EventSearch:
         return entity, mention, names, address
 
     def _second_hop(
-        self, final: np.ndarray, index: EntityIndex, wanted: list[str], layout: EventLayout,
+        self, final: Scores, index: EntityIndex, wanted: list[str], layout: EventLayout,
         best: Callable[[int], np.ndarray] | None = None,
     ) -> tuple[np.ndarray, dict[int, str]]:
         """Follow the entities of the best ``search_hop_seeds`` hits to the other events that
@@ -520,7 +523,7 @@ class EventSearch:
         return np.clip((best - float(best.mean())) / std, 0.0, None) / 4.0  # type: ignore[no-any-return]
 
     def _prf(
-        self, final: np.ndarray, sig: _Signals, layout: EventLayout, best: Callable[[int], np.ndarray] | None = None
+        self, final: Scores, sig: _Signals, layout: EventLayout, best: Callable[[int], np.ndarray] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Pseudo-relevance feedback through shared words: the content words of the best
         ``search_prf_docs`` hits that the query lacks (named by 2 to ``search_hop_max_events``
