@@ -179,7 +179,7 @@ def test_date_keys_are_the_date_mentions_of_extract_entities() -> None:
 
 
 def test_scattered_reads_like_the_array_it_stands_for() -> None:
-    from graphmem.retrieve.event_score import Scattered
+    from graphmem.retrieve.sparse_arrays import Scattered
 
     x = Scattered(6, np.array([1, 4]), np.array([0.5, 2.0]))
     dense = np.array([0.0, 0.5, 0.0, 0.0, 2.0, 0.0])
@@ -192,7 +192,7 @@ def test_an_overlay_reads_like_its_array_and_ranks_like_it_under_additions() -> 
     """The final scores as kept priors plus values at the support: the same reads, top and
     additions as the plain array, whether the best are found among the support alone (priors
     all lower) or need every position (a prior among the best)."""
-    from graphmem.retrieve.event_score import Overlay
+    from graphmem.retrieve.sparse_arrays import Overlay
 
     rng = np.random.default_rng(11)
     n = 5_000

@@ -161,11 +161,10 @@ def query_entities(query: str, passed: Sequence[str], index: EntityIndex) -> lis
 
 def date_match(query: str, layout: EventLayout) -> np.ndarray:
     """1 for events whose session date falls in a month / year the query names (``in May
-    2023``, ``in 2022``), else 0; zeros when the query names no date."""
-    n = len(layout)
-    out = np.zeros(n)
+    2023``, ``in 2022``), else 0; the layout's shared :func:`zeros_of` when the query names no
+    date."""
     if not query or not layout.created:
-        return out
+        return zeros_of(layout)
     months: set[int] = set()
     years: set[int] = set()
     for key in date_keys(query):  # the date mentions of extract_entities
@@ -175,7 +174,8 @@ def date_match(query: str, layout: EventLayout) -> np.ndarray:
             elif word[:3] in _MONTH_NUMBER:
                 months.add(_MONTH_NUMBER[word[:3]])
     if not months and not years:
-        return out
+        return zeros_of(layout)
+    out = np.zeros(len(layout))
     year, month = years_months(layout)
     hit = year > 0
     if years:
@@ -254,6 +254,25 @@ def time_flags(layout: EventLayout) -> np.ndarray:
         layout.derived["time_flags"] = flags
         layout.keep_on_append.add("time_flags")  # positions never move: only new ones are computed
     return flags  # type: ignore[no-any-return]
+
+
+def zeros_of(layout: EventLayout) -> np.ndarray:
+    """A read-only array of one 0.0 per event, kept on the layout until the next write: the
+    signals that are zero for a query (no tool, no date, not a *when* question) share it
+    instead of filling a new one (~1 ms each at a million events). :func:`known_zero` tells it
+    apart without a pass over it."""
+    got: np.ndarray | None = layout.derived.get("zeros")
+    if got is None or got.shape[0] != len(layout):
+        got = np.zeros(len(layout))
+        got.flags.writeable = False
+        layout.derived["zeros"] = got
+    return got
+
+
+def known_zero(values: np.ndarray, layout: EventLayout) -> bool:
+    """True when ``values`` is the layout's shared :func:`zeros_of` (all zero, known without a
+    pass); False says nothing."""
+    return values is layout.derived.get("zeros")
 
 
 def time_values(layout: EventLayout) -> np.ndarray:

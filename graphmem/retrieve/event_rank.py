@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from graphmem.retrieve.event_arrays import Scores, top_k
+from graphmem.retrieve.sparse_arrays import Scattered
 from graphmem.store.vectors import quantise, scan_cosines, unit_rows
 
 PRUNE_MIN_EVENTS = 20_000  # fewer events: the plain scan (cheap, and float32 below 50,000 events)
@@ -140,7 +141,7 @@ def wait_for_sums(store: Any, user: str, timeout: float) -> bool:
 def pruned_feedback(
     store: Any, vectors: Any, layout: Any, unit: np.ndarray, seeds: np.ndarray, final: Scores, weight: float,
     keep: int, ranked: Any = None,
-) -> tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]] | None:
+) -> tuple[Any, np.ndarray, Callable[[np.ndarray], np.ndarray]] | None:
     """``(z, candidates, exact_at)``: the clipped z-scored cosine / 4 of every event to ``unit`` (mean and
     spread over the events other than ``seeds``), exact for the events that can still reach
     the ``keep`` best of ``final`` once ``weight`` x it is added, 0 for the others; None when
@@ -179,6 +180,4 @@ def pruned_feedback(
         cos = scan_cosines(vectors, unit, rows[positions])[:, 0].astype(np.float64)
         return np.clip((cos - mean) / std, 0.0, None) / 4.0  # type: ignore[no-any-return]
 
-    out = np.zeros(n)
-    out[cand] = exact_at(cand)
-    return out, cand, exact_at
+    return Scattered(n, cand, exact_at(cand)), cand, exact_at  # (0 off the candidates, without an array of every event)

@@ -28,35 +28,12 @@ from typing import Any
 import numpy as np
 
 from graphmem.config import Settings
-from graphmem.retrieve.event_arrays import _BLOCKED_TOP_MIN, RankOf, Scores, top_candidates, top_k
+from graphmem.retrieve.event_arrays import _BLOCKED_TOP_MIN, RankOf, Scores, known_zero, top_candidates, top_k
 from graphmem.retrieve.event_rank import weighted_sum
+from graphmem.retrieve.sparse_arrays import Overlay, Scattered
 from graphmem.store.search import EventLayout
 
 OUTSIDE = -1.0  # the cosine the shortlist gives the events it did not scan (event_shortlist.OUTSIDE)
-
-
-class Scattered:
-    """A per-event array that is zero outside the positions ``at`` (ascending, distinct) and
-    ``values`` there, without an array of every event (~1 ms each to fill at a million events):
-    ``x[i]`` for one position, ``np.asarray(x)`` (or ``x[positions]``) for the whole array."""
-
-    def __init__(self, n: int, at: np.ndarray, values: np.ndarray) -> None:
-        self.at, self.values, self.shape = at, values, (n,)
-
-    def __getitem__(self, i: Any) -> Any:
-        if np.ndim(i) == 0:
-            j = int(np.searchsorted(self.at, i))
-            return self.values[j] if j < self.at.size and self.at[j] == i else np.float64(0.0)
-        return np.asarray(self)[i]
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        out = np.zeros(self.shape[0], dtype=np.float64)
-        out[self.at] = self.values
-        return out if dtype is None else out.astype(dtype)
-
-    def astype(self, dtype: Any) -> np.ndarray:
-        """The whole array as ``dtype``."""
-        return np.asarray(self).astype(dtype)
 
 
 class RankAmong(RankOf):
@@ -135,7 +112,7 @@ def sparse_score(
     # the support: every event where a term other than the time flag and the turn priors is nonzero
     graph_terms = [(w, x) for w, x in ((s.search_weight_entity, sig.entity), (s.search_weight_mention, sig.mention),
                                        (s.search_weight_tool, sig.tool)) if w != 0]
-    timed = s.search_weight_time != 0 and bool(sig.temporal.any())
+    timed = s.search_weight_time != 0 and not known_zero(sig.temporal, layout) and bool(sig.temporal.any())
     address = sig.address is not None and s.search_weight_address > 0 and bool(
         (sig.address if sig.named_at is None else sig.address[sig.named_at]).any())  # (nonzero only there)
     keep = np.zeros(n, dtype=bool)
@@ -147,7 +124,7 @@ def sparse_score(
             keep |= x != 0
         if address:
             keep |= sig.address != 0
-    if s.search_weight_date != 0:
+    if s.search_weight_date != 0 and not known_zero(sig.date, layout):
         keep[np.flatnonzero(sig.date)] = True
     lifted = p[base_p != 0]  # their neighbours get a share of their base score
     use_near = s.search_weight_neighbour > 0 and neighbours.size > 0
@@ -183,71 +160,6 @@ def sparse_score(
     v, t, near = Scattered(n, p, v_p), Scattered(n, p, t_p), Scattered(n, w, near_w)
     return final, {"vector": v, "fulltext": t, "base": base, "near": near,
                    "dense_rank": RankAmong(dense_p, p), "bm_rank": RankAmong(bm_p[bm_at], p[bm_at])}
-
-
-class Overlay:
-    """Every event's final score without an array of every event: the kept ``prior`` scores
-    (read only, shared between queries; their largest is ``prior_top``) except at the
-    positions ``at`` (ascending, distinct), which hold ``values``. Reads like the array it stands
-    for (``x[i]``, ``x[positions]``, ``np.asarray(x)``); :meth:`add` changes it in place. A
-    copy of the priors per query costs ~2-5 ms at a million events; the best positions are
-    found among ``at`` alone as long as they score above every prior (:meth:`best`)."""
-
-    def __init__(self, prior: np.ndarray, prior_top: float, at: np.ndarray, values: np.ndarray) -> None:
-        self.prior, self.prior_top = prior, prior_top
-        self.at, self.values = at, values
-        self.shape = prior.shape
-
-    def _where(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        j = np.searchsorted(self.at, positions)
-        jc = np.minimum(j, max(self.at.size - 1, 0))
-        hit = (j < self.at.size) & (self.at[jc] == positions) if self.at.size else np.zeros(positions.shape, dtype=bool)
-        return jc, hit
-
-    def __getitem__(self, i: Any) -> Any:
-        if np.ndim(i) == 0:
-            j = int(np.searchsorted(self.at, i))
-            return self.values[j] if j < self.at.size and self.at[j] == i else self.prior[i]
-        positions = np.asarray(i)
-        jc, hit = self._where(positions)
-        return np.where(hit, self.values[jc] if self.at.size else 0.0, self.prior[positions])
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        out = self.prior.copy()
-        out[self.at] = self.values
-        return out if dtype is None else out.astype(dtype)
-
-    def astype(self, dtype: Any) -> np.ndarray:
-        """The whole array as ``dtype``."""
-        return np.asarray(self).astype(dtype)
-
-    def add(self, positions: np.ndarray, amounts: np.ndarray | float) -> None:
-        """``x[positions] += amounts`` (distinct positions)."""
-        positions = np.asarray(positions, dtype=np.int64)
-        if positions.size == 0:
-            return
-        new = self[positions] + amounts
-        jc, hit = self._where(positions)
-        self.values[jc[hit]] = new[hit]
-        if not hit.all():
-            order = np.argsort(positions[~hit])
-            fresh, fresh_values = positions[~hit][order], new[~hit][order]
-            where = np.searchsorted(self.at, fresh)
-            self.at = np.insert(self.at, where, fresh)
-            self.values = np.insert(self.values, where, fresh_values)
-
-    def best(self, size: int) -> tuple[np.ndarray, float] | None:
-        """``(positions, floor)`` as :func:`graphmem.retrieve.event_arrays.top_candidates` gives
-        them (every position scoring at least ``floor``, ascending; at least ``size`` of them),
-        when the ``size``-th best of ``values`` is above every prior score (every other position
-        scores a prior: below it); None otherwise."""
-        m = self.at.size
-        if size <= 0 or m < size:
-            return None
-        kth = float(np.partition(self.values, m - size)[m - size])
-        if not kth > self.prior_top:
-            return None
-        return self.at[self.values >= kth], kth
 
 
 class Ranked:

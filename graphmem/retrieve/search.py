@@ -92,6 +92,7 @@ from graphmem.retrieve.event_arrays import (
     top_k,
     turn_priors,
     user_cosines,
+    zeros_of,
 )
 from graphmem.retrieve.event_hops import continuation_shares
 from graphmem.retrieve.event_rank import pruned_feedback, weighted_sum
@@ -100,6 +101,7 @@ from graphmem.retrieve.event_score import Ranked, sparse_score
 from graphmem.retrieve.event_shortlist import shortlist_cosines
 from graphmem.retrieve.event_terms import event_terms, query_words
 from graphmem.retrieve.query_vectors import QueryVectors, query_texts
+from graphmem.retrieve.sparse_arrays import Overlay, Scattered, spread
 from graphmem.store.search import EventLayout
 
 HitKind = Literal["learning", "event"]
@@ -203,7 +205,7 @@ class EventSearch:
         pending = QueryVectors(self.embedder, query_texts(query, strip_names(query, names), s.search_weight_stripped),
                                threads=s.search_query_threads) if query else None
         entity, mention, entity_names, address = self._entity_signals(index, wanted, n, layout)
-        tool_hit = np.zeros(n)
+        tool_hit = np.zeros(n) if tool else zeros_of(layout)  # (shared and read only without a tool)
         tool_at: list[int] = []
         if tool:
             for ident in store.events_with_tool(self.user, tool, limit=s.search_entity_cap):
@@ -233,7 +235,7 @@ class EventSearch:
                  np.asarray(bm25_at, dtype=np.int64))
         qwords = (query_words(query, names) if s.search_weight_terms > 0 and n <= s.search_terms_max_events
                   else [])
-        temporal = time_values(layout) if asks_when(query) else np.zeros(n)
+        temporal = time_values(layout) if asks_when(query) else zeros_of(layout)
         priors = s.search_weight_length > 0 or s.search_weight_question_turn > 0
         length, asks = turn_priors(layout) if priors else (None, None)
         date = date_match(query, layout)
@@ -280,12 +282,15 @@ class EventSearch:
         parts["rocchio"] = fb
         shares = continuation_shares(ranked.values, layout, s, ranked.top)  # graphmem/retrieve/event_hops.py
         lifted = np.fromiter(shares, dtype=np.int64, count=len(shares))
-        cont = np.zeros(len(layout))
-        cont[lifted] = np.fromiter(shares.values(), dtype=np.float64, count=len(shares))
+        cont = spread(len(layout), lifted, np.fromiter(shares.values(), dtype=np.float64, count=len(shares)),
+                      isinstance(ranked.values, Overlay))
         if fill is not None:  # pruned feedback: the turns continuation lifts get theirs exactly
             exact = fill(lifted)
             ranked.add(lifted, s.search_weight_rocchio * (exact - fb[lifted]))
-            fb[lifted] = exact
+            if isinstance(fb, Scattered):
+                fb.put(lifted, exact)
+            else:
+                fb[lifted] = exact
         parts["continuation"] = cont
         ranked.add(lifted, s.search_weight_continuation * cont[lifted])
         return diverse_top(ranked.values, layout.session, k, s.search_session_decay, ranked.top), ranked.values, parts
@@ -331,9 +336,8 @@ class EventSearch:
             others[seeds] = False  # the statistics leave out the hits the vector came from
             out = pool_z(user_cosines(vectors, layout.rows, unit[None, :])[:, 0], others)
             return out * (np.where(sig.entity > 0, 1.0, lower) if anchored else np.ones(n)), None, None
-        _out, cand, exact_at = pruned
-        fb = np.zeros(n)
-        fb[cand] = _out[cand] * factor(cand)  # 0 x the factor elsewhere
+        z, cand, exact_at = pruned
+        fb = spread(n, cand, z[cand] * factor(cand), isinstance(final, Overlay))  # 0 x the factor elsewhere
 
         def fill(positions: np.ndarray) -> np.ndarray:
             return exact_at(positions) * factor(positions)  # type: ignore[no-any-return]
@@ -474,7 +478,7 @@ class EventSearch:
     def _second_hop(
         self, final: Scores, index: EntityIndex, wanted: list[str], layout: EventLayout,
         best: Callable[[int], np.ndarray] | None = None,
-    ) -> tuple[np.ndarray, dict[int, str]]:
+    ) -> tuple[Any, dict[int, str]]:
         """Follow the entities of the best ``search_hop_seeds`` hits to the other events that
         name them (entities named by more than ``search_hop_max_events`` events are not
         followed; the query's own entities neither): each such event gets the best of seed
@@ -483,28 +487,28 @@ class EventSearch:
         positions of ``final`` (default :func:`top_k`)."""
         s = self.settings
         n = final.shape[0]
-        hop = np.zeros(n)
+        hop: dict[int, float] = {}
         via: dict[int, str] = {}
-        if s.search_weight_hop <= 0 or s.search_hop_seeds <= 0 or n < 2:
-            return hop, via
-        seeds = best(s.search_hop_seeds) if best is not None else top_k(final, s.search_hop_seeds)
-        top = float(final[seeds[0]])  # the largest score
-        if top <= 0:
-            return hop, via
-        skip = set(wanted)
-        norm = math.log(n + 1)
-        for seed in seeds:
-            share = float(final[seed]) / top
-            for key in index.linked[seed] | index.mentioned[seed]:
-                posting = index.postings.get(key, ())
-                if key in skip or len(posting) < 2 or len(posting) > s.search_hop_max_events:
-                    continue
-                weight = share * idf_weight(len(posting), n) / norm
-                for p in posting:
-                    if p != seed and weight > hop[p]:
-                        hop[p] = weight
-                        via[p] = index.names.get(key, key)
-        return hop, via
+        if s.search_weight_hop > 0 and s.search_hop_seeds > 0 and n >= 2:
+            seeds = best(s.search_hop_seeds) if best is not None else top_k(final, s.search_hop_seeds)
+            top = float(final[seeds[0]])  # the largest score
+            skip = set(wanted)
+            norm = math.log(n + 1)
+            for seed in seeds if top > 0 else ():
+                share = float(final[seed]) / top
+                for key in index.linked[seed] | index.mentioned[seed]:
+                    posting = index.postings.get(key, ())
+                    if key in skip or len(posting) < 2 or len(posting) > s.search_hop_max_events:
+                        continue
+                    weight = share * idf_weight(len(posting), n) / norm
+                    for p in posting:
+                        if p != seed and weight > hop.get(p, 0.0):
+                            hop[p] = weight
+                            via[p] = index.names.get(key, key)
+        # (without an array of every event when the final scores have none: an Overlay)
+        at = np.fromiter(hop, dtype=np.int64, count=len(hop))
+        return spread(n, at, np.fromiter(hop.values(), dtype=np.float64, count=len(hop)),
+                      isinstance(final, Overlay)), via
 
     def _feedback(self, final: np.ndarray, layout: EventLayout) -> np.ndarray:
         """Second hop in embedding space: each event's best cosine to the best
@@ -524,7 +528,7 @@ class EventSearch:
 
     def _prf(
         self, final: Scores, sig: _Signals, layout: EventLayout, best: Callable[[int], np.ndarray] | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[Any, np.ndarray]:
         """Pseudo-relevance feedback through shared words: the content words of the best
         ``search_prf_docs`` hits that the query lacks (named by 2 to ``search_hop_max_events``
         events; weighted by the hit's share of the top score x idf), the best
@@ -534,8 +538,9 @@ class EventSearch:
         nonzero. ``best(k)``: the ``k`` best positions of ``final`` (default :func:`top_k`)."""
         s = self.settings
         n = final.shape[0]
-        out = np.zeros(n)
         none = np.zeros(0, dtype=np.int64)
+        sparse = isinstance(final, Overlay)  # (no array of every event then)
+        out = spread(n, none, np.zeros(0), sparse)
         if s.search_weight_prf <= 0 or s.search_prf_docs <= 0 or s.search_prf_terms <= 0 or n < 2:
             return out, none
         seeds = best(s.search_prf_docs) if best is not None else top_k(final, s.search_prf_docs)
@@ -562,14 +567,14 @@ class EventSearch:
         inside = rows < where.shape[0]
         p = where[rows[inside]]
         at = p[p >= 0]  # (the rows are distinct: so are the positions)
-        out[at] = scores[inside][p >= 0]
-        out[seeds] = 0.0  # the hits the words came from already rank high
-        peak = max(float(out[at].max(initial=0.0)), 0.0)  # the largest value (0 off the positions)
+        values = scores[inside][p >= 0]
+        values[np.isin(at, seeds)] = 0.0  # the hits the words came from already rank high
+        peak = max(float(values.max(initial=0.0)), 0.0)  # the largest value (0 off the positions)
         if peak > 0:
-            out[at] /= peak
+            values /= peak
         if s.search_prf_anchored and _anchored(sig):
-            out[at] *= sig.entity[at] > 0
-        return out, at
+            values *= sig.entity[at] > 0
+        return spread(n, at, values, sparse), at
 
     def _reasons(self, i: int, sig: _Signals, parts: dict[str, np.ndarray], tool: str | None) -> list[str]:
         return event_reasons(i, sig, parts, tool, self.settings)
