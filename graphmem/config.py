@@ -224,6 +224,11 @@ class Settings(BaseModel):
     # no vector are computed (retrieve/query_vectors.py): 2 each text on its own thread, 1 one
     # padded pass on one thread, 0 one padded pass on the caller's thread first
     search_query_threads: int = 2
+    # from this many of the user's events on (0: never), at most one worker: one padded pass leaves
+    # the other core to the signals computed meanwhile, which then take longer than the embedding
+    # (chosen on benchmarks.events_scale, the two alternated in one process: search p50 at 1M events
+    # 73.4 against 85.4 ms; at 300k about even, at 100k and 600 two workers are faster)
+    search_query_one_pass_from: int = 500_000
     # entities from text and the multi-hop expansion (graphmem/retrieve/entities.py, search.py)
     extract_entities: bool = True  # link events to the names and dates their text mentions
     search_weight_mention: float = 0.1  # bonus for events whose text names a query entity
@@ -477,7 +482,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_weight_entity": _COUNT, "search_weight_tool": _COUNT, "search_weight_time": _COUNT,
     "search_weight_neighbour": _COUNT, "search_neighbour_window": _COUNT, "search_neighbour_decay": _UNIT,
     "search_entity_cap": _POSITIVE, "search_event_rows_max": _COUNT,
-    "search_shortlist_min_events": _COUNT, "search_shortlist_candidates": _POSITIVE, "search_query_threads": _COUNT, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
+    "search_shortlist_min_events": _COUNT, "search_shortlist_candidates": _POSITIVE, "search_query_threads": _COUNT, "search_query_one_pass_from": _COUNT, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
     "search_hop_seeds": _COUNT, "search_hop_max_events": _COUNT, "search_weight_date": _COUNT,
     "search_session_decay": _UNIT, "search_weight_feedback": _COUNT, "search_weight_stripped": _UNIT,
     "search_weight_session": _COUNT,

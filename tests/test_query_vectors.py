@@ -149,3 +149,32 @@ def test_searches_naming_a_speaker_from_many_threads_while_writing(make_memory: 
     _record(mem)
     write_while_searching(mem, notes=15, check_every=5, query="What did Dana say about the lake?", seconds=90)
     assert emb.on_workers >= 2  # the searches' texts were embedded on the shared workers
+
+
+def test_from_search_query_one_pass_from_events_the_texts_share_one_pass(make_memory: Callable[..., Memory]) -> None:
+    """Above the size where the signals computed meanwhile need a core for longer than the
+    embedding, the question and its variant go to one worker in one call; below it, one each.
+    The hits are the same."""
+
+    class _Batches(HashEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sizes: list[int] = []
+
+        def embed_queries(self, texts: Sequence[str]) -> np.ndarray:  # (as the bundled model has)
+            self.sizes.append(len(texts))
+            return self.embed(texts)
+
+    query = "What did Dana say about the lake?"
+    hits = []
+    for one_pass_from, want in ((10**6, [1, 1]), (5, [2])):
+        emb = _Batches()
+        mem = make_memory(embedder=emb, settings=Settings(search_query_threads=2, search_query_one_pass_from=one_pass_from))
+        if not hits:
+            _record(mem)
+        assert len(mem.store.event_layout(mem.user)) >= 5
+        emb.sizes.clear()
+        hits.append([(h.id, h.score) for h in mem.search(query, over="events", k=5)])
+        assert emb.sizes == want, one_pass_from  # the question and its variant without "Dana"
+        mem.close()
+    assert hits[0] and hits[0] == hits[1]

@@ -145,6 +145,14 @@ class _Signals:
     terms: np.ndarray | None = None  # soft term matching of the query's content words (event_terms.py)
 
 
+def _query_threads(settings: Settings, events: int) -> int:
+    """Worker threads for the query texts' embedding (retrieve/query_vectors.py): at most one
+    from ``search_query_one_pass_from`` events on, where the signals computed meanwhile need a
+    core for longer than the embedding takes."""
+    large = 0 < settings.search_query_one_pass_from <= events
+    return min(settings.search_query_threads, 1) if large else settings.search_query_threads
+
+
 def _anchored(sig: _Signals) -> bool:
     """True when some event is linked to a query entity (a speaker's own turns: ``entity > 0``,
     looked at where it can be nonzero when those positions are known)."""
@@ -203,7 +211,7 @@ class EventSearch:
         names = [index.names.get(k, k) for k in wanted]
         # the model runs on a worker while the signals below that need no vector are computed
         pending = QueryVectors(self.embedder, query_texts(query, strip_names(query, names), s.search_weight_stripped),
-                               threads=s.search_query_threads) if query else None
+                               threads=_query_threads(s, n)) if query else None
         entity, mention, entity_names, address = self._entity_signals(index, wanted, n, layout)
         tool_hit = np.zeros(n) if tool else zeros_of(layout)  # (shared and read only without a tool)
         tool_at: list[int] = []
