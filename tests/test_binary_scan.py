@@ -41,6 +41,31 @@ def test_hamming_and_popcount_match_a_plain_count() -> None:
     assert np.array_equal(binary_scan._popcount(x, out), want)
 
 
+def test_hamming_split_over_two_threads_gives_the_same_distances() -> None:
+    """The second half on a helper thread (when one is free), the first on the caller's; a
+    helper with no free thread leaves it all to the caller."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    rng = np.random.default_rng(8)
+    m = 3 * binary_scan._CHUNK + 123
+    bits = rng.integers(0, 2**63, size=(6, m), dtype=np.uint64)
+    q = rng.integers(0, 2**63, size=6, dtype=np.uint64)
+    want = binary_scan.hamming(bits, q)
+    threads: list[str] = []
+    with ThreadPoolExecutor(1, thread_name_prefix="helper") as pool:
+        def helper(task: Callable[[], object]) -> Future[object]:
+            def run() -> object:
+                threads.append(__import__("threading").current_thread().name)
+                return task()
+            return pool.submit(run)
+
+        assert np.array_equal(binary_scan.hamming(bits, q, helper, split_from=1000), want)
+        assert threads and threads[0].startswith("helper")
+        assert np.array_equal(binary_scan.hamming(bits, q, lambda task: None, split_from=1000), want)
+        assert np.array_equal(binary_scan.hamming(bits, q, helper, split_from=m + 1), want)  # below: not split
+    assert len(threads) == 1
+
+
 def test_nearest_takes_the_smallest_distances_and_ties_in_order() -> None:
     dist = np.array([5, 1, 3, 1, 9, 3, 3, 0], dtype=np.uint16)
     assert binary_scan.nearest(dist, 4).tolist() == [1, 2, 3, 7]  # 0, 1, 1 and the first 3

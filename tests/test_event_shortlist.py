@@ -111,6 +111,13 @@ def test_the_hits_match_the_full_scan_also_after_writes(int8_memory: Memory, mon
     _assert_same(got, _hits(mem, search_shortlist_min_events=0))
 
 
+def test_the_sign_bit_pass_split_over_two_threads_gives_the_same_hits(int8_memory: Memory) -> None:
+    mem = int8_memory
+    whole = _hits(mem, **SHORT, search_shortlist_split_from=0)
+    split = _hits(mem, **SHORT, search_shortlist_split_from=1)  # every layout split (a worker is idle here)
+    assert whole and whole[0] and split == whole
+
+
 def test_small_layouts_float32_mirrors_and_growing_sums_take_the_full_scan(
     make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:

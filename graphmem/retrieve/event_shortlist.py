@@ -25,17 +25,25 @@ full scan's as long as the first pass keeps every event whose vector signal reac
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 
 from graphmem.config import Settings
+from graphmem.embed_workers import submit_if_idle
 from graphmem.retrieve.event_arrays import row_position_array
 from graphmem.retrieve.event_rank import _stats
 from graphmem.store.search import EventLayout
 from graphmem.store.vectors import quantise, scan_cosines, unit_rows
 
 OUTSIDE = -1.0  # the cosine given to the events left out of the exact scan (below any mean)
+
+
+def _on_idle_worker(task: Callable[[], Any]) -> Future[Any] | None:
+    """Run ``task`` on an idle shared worker thread (None when every worker is busy)."""
+    return submit_if_idle(task)
 
 
 def shortlist_cosines(
@@ -71,7 +79,8 @@ def shortlist_cosines(
     rows = layout.rows
     whole = rows.size == len(vectors)  # the user's rows are the whole mirror, in order
     found = vectors.binary_rows(qb.astype(np.float32), count, rows=None if whole else rows,
-                                key=None if whole else ("event_shortlist", id(layout)))
+                                key=None if whole else ("event_shortlist", id(layout)),
+                                helper=_on_idle_worker, split_from=settings.search_shortlist_split_from)
     near = found if whole else row_position_array(layout)[found]
     near = np.concatenate([near[near >= 0], lexical])
     # their session neighbours too: an event's score takes a share of its neighbours' (and the

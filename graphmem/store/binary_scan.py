@@ -24,7 +24,9 @@ Recall against the exact scan (real MiniLM vectors) and speed: docs/benchmarks.m
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future
+from typing import Any
 
 import numpy as np
 
@@ -55,10 +57,29 @@ def sign_words(rows: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(packed).view(np.uint64)
 
 
-def hamming(bits: np.ndarray, query: np.ndarray) -> np.ndarray:
+# ``helper(task)``: runs ``task()`` on another thread if one is free now and returns its Future,
+# else None (nothing run); the caller then does the work itself
+Helper = Callable[[Callable[[], Any]], "Future[Any] | None"]
+
+
+def hamming(bits: np.ndarray, query: np.ndarray, helper: Helper | None = None, split_from: int = 0) -> np.ndarray:
     """uint16 Hamming distances between the query's words and each column of ``bits``
-    (``(words, m)``, each word's row contiguous)."""
+    (``(words, m)``, each word's row contiguous). From ``split_from`` columns on (0: never),
+    the second half goes to ``helper`` when it has a free thread (the passes are numpy loops
+    that leave the GIL: ~1.4x faster over a million rows on two cores)."""
     words, m = bits.shape
+    if helper is not None and 0 < split_from <= m:
+        cut = m // 2 // _CHUNK * _CHUNK
+        out = np.empty(m, dtype=np.uint16)
+
+        def second() -> None:
+            out[cut:] = hamming(bits[:, cut:], query)
+
+        future = helper(second)
+        if future is not None:
+            out[:cut] = hamming(bits[:, :cut], query)
+            future.result()
+            return out
     out = np.empty(m, dtype=np.uint16)
     x = np.empty(min(m, _CHUNK), dtype=np.uint64)
     cnt = np.empty(min(m, _CHUNK), dtype=np.uint8)
@@ -172,19 +193,21 @@ class BinaryCodes:
     def shortlist(
         self, query: np.ndarray, n: int, count: int, mask: np.ndarray | None = None,
         rows: np.ndarray | None = None, key: Hashable | None = None, version: int = 0,
+        helper: Helper | None = None, split_from: int = 0,
     ) -> np.ndarray:
         """Rows (ascending) of the ``count`` smallest Hamming distances to the unit ``query``.
 
         Ranks ``rows`` (row numbers, ascending) when given, else the first ``n`` rows; only rows
-        where the boolean ``mask`` (over all rows) is True are returned (None: all)."""
+        where the boolean ``mask`` (over all rows) is True are returned (None: all). ``helper``
+        and ``split_from``: as for :func:`hamming`."""
         q = sign_words(np.asarray(query, dtype=np.float32).reshape(1, -1))[0]
         if rows is None:
-            dist = hamming(self.bits[:, :n], q)
+            dist = hamming(self.bits[:, :n], q, helper, split_from)
             allowed = mask[:n] if mask is not None and not mask[:n].all() else None
             return nearest(dist, count, allowed)
         idx = np.asarray(rows, dtype=np.int64)
         if idx.size == 0:
             return idx
-        dist = hamming(self.block(idx, key, version), q)
+        dist = hamming(self.block(idx, key, version), q, helper, split_from)
         allowed = mask[idx] if mask is not None else None
         return idx[nearest(dist, count, allowed)]

@@ -376,16 +376,19 @@ class ScanMatrix(AnnRows):
     def binary_rows(
         self, query: np.ndarray, count: int, mask: np.ndarray | None = None,
         rows: np.ndarray | None = None, key: Hashable | None = None,
+        helper: binary_scan.Helper | None = None, split_from: int = 0,
     ) -> np.ndarray:
         """The rows of :meth:`binary_top` without their cosines (for a caller that scores them
-        itself, with other vectors beside the query)."""
+        itself, with other vectors beside the query). ``helper`` and ``split_from``: the
+        distances over two threads (:func:`graphmem.store.binary_scan.hamming`)."""
         bits = self._bits
         if bits is None:
             with self._bits_lock:
                 if self._bits is None:
                     self._bits = binary_scan.BinaryCodes.of(self._m, len(self.ids))
                 bits = self._bits
-        return bits.shortlist(unit_rows(query)[0], len(self.ids), count, mask, rows, key, self.version)  # type: ignore[no-any-return]
+        return bits.shortlist(unit_rows(query)[0], len(self.ids), count, mask, rows, key, self.version,  # type: ignore[no-any-return]
+                              helper, split_from)
 
     @property
     def binary_nbytes(self) -> int:
