@@ -223,6 +223,9 @@ class Settings(BaseModel):
     # from this many rows on (0: never), the sign-bit pass's second half runs on an idle worker
     # thread (chosen on benchmarks.events_scale: search p50 at 1M events 74.4 -> 67.8 ms in one process)
     search_shortlist_split_from: int = 250_000
+    # from this many shortlisted events on (0: never), the exact scan's second half runs on an idle
+    # worker too (benchmarks.events_scale, in one process: p50 -1.7 ms at 1M events, -2.7 at 100k)
+    search_scan_split_from: int = 8_192
     # event search embeds its query texts on this many worker threads while the signals that need
     # no vector are computed (retrieve/query_vectors.py): 2 each text on its own thread, 1 one
     # padded pass on one thread, 0 one padded pass on the caller's thread first
@@ -485,7 +488,7 @@ SETTING_RANGES: dict[str, tuple[float, float, bool]] = {
     "search_weight_entity": _COUNT, "search_weight_tool": _COUNT, "search_weight_time": _COUNT,
     "search_weight_neighbour": _COUNT, "search_neighbour_window": _COUNT, "search_neighbour_decay": _UNIT,
     "search_entity_cap": _POSITIVE, "search_event_rows_max": _COUNT,
-    "search_shortlist_min_events": _COUNT, "search_shortlist_candidates": _POSITIVE, "search_shortlist_split_from": _COUNT, "search_query_threads": _COUNT, "search_query_one_pass_from": _COUNT, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
+    "search_shortlist_min_events": _COUNT, "search_shortlist_candidates": _POSITIVE, "search_shortlist_split_from": _COUNT, "search_scan_split_from": _COUNT, "search_query_threads": _COUNT, "search_query_one_pass_from": _COUNT, "search_weight_mention": _COUNT, "search_weight_hop": _COUNT,
     "search_hop_seeds": _COUNT, "search_hop_max_events": _COUNT, "search_weight_date": _COUNT,
     "search_session_decay": _UNIT, "search_weight_feedback": _COUNT, "search_weight_stripped": _UNIT,
     "search_weight_session": _COUNT,

@@ -111,10 +111,11 @@ def test_the_hits_match_the_full_scan_also_after_writes(int8_memory: Memory, mon
     _assert_same(got, _hits(mem, search_shortlist_min_events=0))
 
 
-def test_the_sign_bit_pass_split_over_two_threads_gives_the_same_hits(int8_memory: Memory) -> None:
+def test_the_sign_bit_pass_and_the_scan_split_over_two_threads_give_the_same_hits(int8_memory: Memory) -> None:
     mem = int8_memory
-    whole = _hits(mem, **SHORT, search_shortlist_split_from=0)
-    split = _hits(mem, **SHORT, search_shortlist_split_from=1)  # every layout split (a worker is idle here)
+    whole = _hits(mem, **SHORT, search_shortlist_split_from=0, search_scan_split_from=0)
+    # every layout and scan split (a worker is idle here)
+    split = _hits(mem, **SHORT, search_shortlist_split_from=1, search_scan_split_from=1)
     assert whole and whole[0] and split == whole
 
 

@@ -46,6 +46,18 @@ def _on_idle_worker(task: Callable[[], Any]) -> Future[Any] | None:
     return submit_if_idle(task)
 
 
+def _scan(vectors: Any, unit: np.ndarray, rows: np.ndarray, split_from: int) -> np.ndarray:
+    """:func:`scan_cosines` of ``rows``; from ``split_from`` rows on (0: never) the second half
+    on an idle shared worker (the same cosines: each row's are computed alone)."""
+    if 0 < split_from <= rows.size:
+        cut = rows.size // 2
+        future = submit_if_idle(scan_cosines, vectors, unit, rows[cut:])
+        if future is not None:
+            first = scan_cosines(vectors, unit, rows[:cut])
+            return np.concatenate([first, future.result()])
+    return scan_cosines(vectors, unit, rows)
+
+
 def shortlist_cosines(
     store: Any, layout: EventLayout, unit: np.ndarray, blend: float, named: np.ndarray, lexical: np.ndarray,
     settings: Settings,
@@ -95,5 +107,5 @@ def shortlist_cosines(
         keep[around[around >= 0]] = True
     cand = np.flatnonzero(keep)
     sims = np.full((n, unit.shape[0]), OUTSIDE, dtype=np.float64, order="F")
-    sims[cand] = scan_cosines(vectors, unit, rows[cand])
+    sims[cand] = _scan(vectors, unit, rows[cand], settings.search_scan_split_from)
     return sims, (mean, math.sqrt(var)), cand
