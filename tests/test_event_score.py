@@ -138,12 +138,15 @@ def test_the_sparse_ranking_equals_the_plain_one_after_appended_events(int8_memo
         assert np.array_equal(final, want_final), query
 
 
-def test_the_hits_equal_the_plain_rankings(int8_memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Through Memory.search: the same hits, scores and reasons with the sparse fusion turned off."""
+@pytest.mark.parametrize("update", [{}, {"search_weight_feedback": 0.05}])
+def test_the_hits_equal_the_plain_rankings(int8_memory: Memory, monkeypatch: pytest.MonkeyPatch,
+                                           update: dict[str, object]) -> None:
+    """Through Memory.search: the same hits, scores and reasons with the sparse fusion turned off
+    (also with the second hop in embedding space, which needs every event's score)."""
     import graphmem.retrieve.search as search_mod
 
     mem = int8_memory
-    mem.settings = mem.settings.model_copy(update=SHORT)
+    mem.settings = mem.settings.model_copy(update={**SHORT, **update})
     got = [[(h.id, h.score, h.reasons) for h in mem.search(q, over="events", k=10)] for q in QUESTIONS]
     monkeypatch.setattr(search_mod, "sparse_score", lambda *a, **k: None)
     want = [[(h.id, h.score, h.reasons) for h in mem.search(q, over="events", k=10)] for q in QUESTIONS]

@@ -261,7 +261,7 @@ class EventSearch:
         self, sig: _Signals, layout: EventLayout, index: EntityIndex, wanted: list[str], k: int
     ) -> tuple[np.ndarray, Scores, dict[str, Any]]:
         """The ``k`` best layout positions under the current settings, the final scores (an
-        array, or an :class:`graphmem.retrieve.event_score.Overlay` reading like one:
+        array, or an :class:`graphmem.retrieve.sparse_arrays.Overlay` reading like one:
         ``np.asarray`` makes it an array) and their parts (fusion, bonuses, neighbours, second
         hop)."""
         s = self.settings
@@ -273,7 +273,7 @@ class EventSearch:
                                    s.search_continuation_seeds, 1))
         hop, via = self._second_hop(final, index, wanted, layout, ranked.top)
         if s.search_weight_feedback > 0:
-            ranked.replace(ranked.dense() + s.search_weight_hop * hop + s.search_weight_feedback
+            ranked.replace(ranked.dense() + s.search_weight_hop * np.asarray(hop) + s.search_weight_feedback
                            * self._feedback(ranked.dense(), layout))
         else:
             at = np.fromiter(via, dtype=np.int64, count=len(via))  # the positions the hop lifted
