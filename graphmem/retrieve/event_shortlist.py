@@ -25,8 +25,6 @@ full scan's as long as the first pass keeps every event whose vector signal reac
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -39,11 +37,6 @@ from graphmem.store.search import EventLayout
 from graphmem.store.vectors import quantise, scan_cosines, unit_rows
 
 OUTSIDE = -1.0  # the cosine given to the events left out of the exact scan (below any mean)
-
-
-def _on_idle_worker(task: Callable[[], Any]) -> Future[Any] | None:
-    """Run ``task`` on an idle shared worker thread (None when every worker is busy)."""
-    return submit_if_idle(task)
 
 
 def _scan(vectors: Any, unit: np.ndarray, rows: np.ndarray, split_from: int) -> np.ndarray:
@@ -92,7 +85,7 @@ def shortlist_cosines(
     whole = rows.size == len(vectors)  # the user's rows are the whole mirror, in order
     found = vectors.binary_rows(qb.astype(np.float32), count, rows=None if whole else rows,
                                 key=None if whole else ("event_shortlist", id(layout)),
-                                helper=_on_idle_worker, split_from=settings.search_shortlist_split_from)
+                                helper=submit_if_idle, split_from=settings.search_shortlist_split_from)
     near = found if whole else row_position_array(layout)[found]
     near = np.concatenate([near[near >= 0], lexical])
     # their session neighbours too: an event's score takes a share of its neighbours' (and the
