@@ -153,3 +153,16 @@ def test_top_k_on_long_arrays_is_the_stable_sort() -> None:
                 values[rng.integers(0, n, 40)] = 2.0  # ties at the top
             for k in (1, 10, 12, 40):
                 assert np.array_equal(top_k(values, k), np.argsort(-values, kind="stable")[:k])
+
+
+def test_split_scans_under_concurrent_searches_and_writes(int8_memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sign-bit pass and the exact scan split onto idle shared workers while two threads search
+    and three write (each write checked by a search right after it): under a watchdog, nothing
+    hangs, raises or is missed."""
+    from graphmem.store import binary_scan
+    from tests.test_event_layout import write_while_searching
+
+    monkeypatch.setattr(binary_scan, "_CHUNK", 64)  # halves of whole chunks at 600 rows too
+    mem = int8_memory
+    mem.settings = mem.settings.model_copy(update={**SHORT, "search_shortlist_split_from": 1, "search_scan_split_from": 1})
+    write_while_searching(mem, notes=12, check_every=3, query="What did Dana say about the lake?", seconds=90)
