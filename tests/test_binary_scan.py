@@ -74,6 +74,34 @@ def test_nearest_takes_the_smallest_distances_and_ties_in_order() -> None:
     assert binary_scan.nearest(dist, 20, allowed).tolist() == np.flatnonzero(allowed).tolist()
 
 
+
+def _nearest_by_sort(dist: np.ndarray, count: int) -> np.ndarray:
+    """The ``count`` smallest distances' positions, ties in position order, ascending."""
+    return np.sort(np.argsort(dist, kind="stable")[:count])
+
+
+@pytest.mark.parametrize("shape", ["binomial", "few values", "small ones at sampled rows", "small ones off them"])
+def test_nearest_on_many_rows_equals_a_stable_sort(shape: str) -> None:
+    # from _SAMPLE_FROM rows on the cut is first bounded on a sample: the rows must not change,
+    # including when the sample misleads (the small distances sit only at the sampled rows, or
+    # only between them)
+    rng = np.random.default_rng(7)
+    n = 2 * binary_scan._SAMPLE_FROM + 11
+    dist = rng.binomial(384, 0.5, n).astype(np.uint16)
+    if shape == "few values":
+        dist = rng.integers(0, 3, n).astype(np.uint16)
+    sampled = np.arange(n) % binary_scan._SAMPLE_EVERY == 0
+    if shape == "small ones at sampled rows":
+        dist[sampled] = rng.integers(0, 4, int(sampled.sum()))
+    if shape == "small ones off them":
+        dist[~sampled] = rng.integers(0, 4, int((~sampled).sum()))
+    for count in (1, 17, 2_000, n // binary_scan._SAMPLE_EVERY + 5, n // 2, n - 1):
+        assert np.array_equal(binary_scan.nearest(dist, count), _nearest_by_sort(dist, count)), count
+    allowed = rng.random(n) < 0.3
+    got = binary_scan.nearest(dist, 500, allowed)
+    want = np.flatnonzero(allowed)[_nearest_by_sort(dist[allowed], 500)]
+    assert np.array_equal(got, want)
+
 @pytest.mark.parametrize("storage", ["float32", "int8"])
 def test_binary_pass_returns_the_exact_top_k_on_separated_data(storage: str) -> None:
     data, centres = _clusters(40, 50)

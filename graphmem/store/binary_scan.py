@@ -97,6 +97,47 @@ def hamming(bits: np.ndarray, query: np.ndarray, helper: Helper | None = None, s
     return out
 
 
+_SAMPLE_FROM = 65_536  # distances from which the cut is first bounded on a sample (nearest)
+_SAMPLE_EVERY = 16  # one distance in this many makes the sample
+
+
+def _cut(dist: np.ndarray, count: int) -> int:
+    """The distance of the ``count``-th smallest of ``dist`` (``count`` <= its size)."""
+    return int(np.searchsorted(np.cumsum(np.bincount(dist)), count))
+
+
+def _smallest(dist: np.ndarray, count: int) -> np.ndarray:
+    """Positions of the ``count`` smallest distances, ascending, ties at the cut in position
+    order. From ``_SAMPLE_FROM`` distances on, a cut certain to hold ``count`` of them is read
+    off a sample (one distance in ``_SAMPLE_EVERY``, with a margin) and checked on every
+    distance; the exact cut is then found among the rows under it (the same rows as a
+    histogram of every distance: ~1 ms instead of ~3-4 ms at a million rows). Without enough
+    rows under the sampled cut, every distance is counted."""
+    picked: np.ndarray | None = None
+    if dist.size >= _SAMPLE_FROM:
+        sample = dist[::_SAMPLE_EVERY]
+        want = min(sample.size, 2 * count * sample.size // dist.size + 64)
+        picked = np.flatnonzero(dist <= _cut(sample, want))
+        if picked.size < count:
+            picked = None
+    if picked is None:
+        cut = _cut(dist, count)
+        picked = np.flatnonzero(dist <= cut)
+        at = dist[picked]
+    else:
+        at = dist[picked]
+        cut = _cut(at, count)
+        inside = at <= cut
+        picked, at = picked[inside], at[inside]
+    if picked.size > count:  # drop the last rows tied at the cut
+        extra = picked.size - count
+        drop = np.flatnonzero(at == cut)[-extra:]
+        keep = np.ones(picked.size, dtype=bool)
+        keep[drop] = False
+        picked = picked[keep]
+    return picked.astype(np.int64, copy=False)
+
+
 def nearest(dist: np.ndarray, count: int, allowed: np.ndarray | None = None) -> np.ndarray:
     """Positions of the ``count`` smallest distances among the ``allowed`` ones (all when None),
     ascending; rows tied at the cut are taken in position order. Found by a histogram of the
@@ -110,17 +151,7 @@ def nearest(dist: np.ndarray, count: int, allowed: np.ndarray | None = None) -> 
         return np.arange(dist.size, dtype=np.int64)
     if count <= 0:
         return np.zeros(0, dtype=np.int64)
-    hist = np.bincount(dist)
-    cut = int(np.searchsorted(np.cumsum(hist), count))  # the distance of the count-th nearest
-    picked = np.flatnonzero(dist <= cut)
-    if picked.size > count:  # drop the last rows tied at the cut
-        at_cut = dist[picked] == cut
-        extra = picked.size - count
-        drop = np.flatnonzero(at_cut)[-extra:]
-        keep = np.ones(picked.size, dtype=bool)
-        keep[drop] = False
-        picked = picked[keep]
-    return picked.astype(np.int64, copy=False)
+    return _smallest(dist, count)
 
 
 class BinaryCodes:
