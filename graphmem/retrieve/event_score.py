@@ -57,11 +57,13 @@ def prior_scores(layout: EventLayout, sig: Any, settings: Settings, timed: bool)
     """Per event, the fused score of an event no other signal names: its time bonus (``timed``:
     the question asks *when*) plus the turn priors, in the plain fusion's order; and the largest
     of them. Kept on the layout until the next write (the turn priors' mean moves) or other
-    weights."""
+    weights (one entry for questions asking *when*, one for the others: searches alternate
+    between them)."""
     s = settings
     key = ("prior_scores", timed, s.search_weight_time, s.search_weight_length, s.search_weight_question_turn,
            sig.length is not None)
-    got = layout.derived.get("prior_scores")
+    name = "prior_scores_timed" if timed else "prior_scores"
+    got = layout.derived.get(name)
     n = len(layout)
     if got is not None and got[0] == key and got[1].shape[0] == n:
         return got[1], got[2]
@@ -71,8 +73,38 @@ def prior_scores(layout: EventLayout, sig: Any, settings: Settings, timed: bool)
     if sig.length is not None and sig.asks is not None:
         own = own + s.search_weight_length * sig.length - s.search_weight_question_turn * sig.asks
     top = float(own.max(initial=-np.inf))
-    layout.derived["prior_scores"] = (key, own, top)
+    layout.derived[name] = (key, own, top)
     return own, top
+
+
+def _placed(w: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """An array aligned with the ascending positions ``w``: ``values`` where ``w`` holds the
+    positions ``at`` (ascending, every one in ``w``), 0 elsewhere."""
+    out = np.zeros(w.size)
+    out[np.searchsorted(w, at)] = values
+    return out
+
+
+def _shares(
+    neighbours: np.ndarray, lifted: np.ndarray, base: np.ndarray, decay: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The share of their base score the events at ``lifted`` (``base``: theirs, nonzero) hand
+    to their session neighbours: per neighbour found, its position and the share (the base
+    times ``decay`` per turn of distance beyond the first). An event's neighbour bonus is the
+    largest share it receives; the neighbour columns are symmetric (``y`` is ``x``'s neighbour
+    before iff ``x`` is ``y``'s neighbour after), so this is the plain fusion's largest share
+    over an event's own neighbours, read from the few lifted events instead of every event."""
+    rows = neighbours[lifted]
+    to, share = [], []
+    for d in range(rows.shape[1]):
+        col = rows[:, d]
+        found = col >= 0
+        factor = decay ** (d // 2)
+        to.append(col[found])
+        share.append(base[found] * factor if factor != 1.0 else base[found])
+    if not to:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.concatenate(to), np.concatenate(share)
 
 
 def sparse_score(
@@ -107,58 +139,60 @@ def sparse_score(
     peak = max(float(base_p.max(initial=0.0)), 0.0)  # the events left out have a base of 0
     if peak > 0:
         base_p = base_p / peak
-    base = np.zeros(n)  # (every event: the neighbours below read it at any position)
-    base[p] = base_p
     # the support: every event where a term other than the time flag and the turn priors is nonzero
     graph_terms = [(w, x) for w, x in ((s.search_weight_entity, sig.entity), (s.search_weight_mention, sig.mention),
                                        (s.search_weight_tool, sig.tool)) if w != 0]
     timed = s.search_weight_time != 0 and not known_zero(sig.temporal, layout) and bool(sig.temporal.any())
+    named = sig.named_at  # (when known) the only positions the entity, mention, tool and address signals are nonzero at
     address = sig.address is not None and s.search_weight_address > 0 and bool(
-        (sig.address if sig.named_at is None else sig.address[sig.named_at]).any())  # (nonzero only there)
+        (sig.address if named is None else sig.address[named]).any())
+    dated = s.search_weight_date != 0 and not known_zero(sig.date, layout)
     keep = np.zeros(n, dtype=bool)
     keep[p] = True
-    if sig.named_at is not None:  # the postings of the query entities and the tool's events
-        keep[sig.named_at] = True
+    if named is not None:
+        keep[named] = True
     else:
         for _, x in graph_terms:
             keep |= x != 0
         if address:
             keep |= sig.address != 0
-    if s.search_weight_date != 0 and not known_zero(sig.date, layout):
+    if dated:
         keep[np.flatnonzero(sig.date)] = True
-    lifted = p[base_p != 0]  # their neighbours get a share of their base score
+    lifted = base_p != 0  # (of p) their neighbours get a share of their base score
     use_near = s.search_weight_neighbour > 0 and neighbours.size > 0
-    if use_near and lifted.size:
-        around = neighbours[lifted].ravel()
-        keep[around[around >= 0]] = True
+    to, share = (_shares(neighbours, p[lifted], base_p[lifted], s.search_neighbour_decay) if use_near
+                 else (np.zeros(0, dtype=np.int64), np.zeros(0)))
+    keep[to] = True
     w = np.flatnonzero(keep)
     # on the support: the plain fusion's expression, term by term (a term all zero on the
-    # support but not elsewhere only adds zeros here)
-    graph = weighted_sum(*((wt, x[w]) for wt, x in graph_terms))
+    # support but not elsewhere only adds zeros here); the signals nonzero at few positions
+    # (the base at the scanned ones, the entity signals at the named ones) are read there and
+    # placed, not gathered at every position of the support
+    base_w = _placed(w, p, base_p)
+    if named is not None:
+        graph_named = weighted_sum(*((wt, x[named]) for wt, x in graph_terms))
+        graph = None if graph_named is None else _placed(w, named, graph_named)
+    else:
+        graph = weighted_sum(*((wt, x[w]) for wt, x in graph_terms))
     time = weighted_sum((s.search_weight_time, sig.temporal[w] if timed else np.zeros(w.size)),
-                        (s.search_weight_date, sig.date[w]))
-    own = base[w] if graph is None else base[w] + graph
+                        (s.search_weight_date, sig.date[w] if dated else np.zeros(w.size)))
+    own = base_w if graph is None else base_w + graph
     if time is not None:
         own = own + time
     if address:
-        own = own - s.search_weight_address * sig.address[w]
+        own = own - s.search_weight_address * (sig.address[w] if named is None else _placed(w, named, sig.address[named]))
     if sig.length is not None and sig.asks is not None:
         own = own + s.search_weight_length * sig.length[w] - s.search_weight_question_turn * sig.asks[w]
     near_w = np.zeros(w.size)
-    if use_near:
-        for d in range(neighbours.shape[1]):
-            decay = s.search_neighbour_decay ** (d // 2)
-            at = neighbours[w, d]
-            got = base[at]
-            got[at < 0] = 0.0  # no neighbour
-            near_w = np.maximum(near_w, got * decay if decay != 1.0 else got)
+    if to.size:
+        np.maximum.at(near_w, np.searchsorted(w, to), share)
     prior, prior_top = prior_scores(layout, sig, s, timed)
     final = Overlay(prior, prior_top, w, own + s.search_weight_neighbour * near_w)
     bm_at = np.flatnonzero(bm_p > 0)
     # the parts the hits' reasons read at a few positions: zero off the scanned events (vector,
     # fulltext) and off the support (near)
     v, t, near = Scattered(n, p, v_p), Scattered(n, p, t_p), Scattered(n, w, near_w)
-    return final, {"vector": v, "fulltext": t, "base": base, "near": near,
+    return final, {"vector": v, "fulltext": t, "base": Scattered(n, p, base_p), "near": near,
                    "dense_rank": RankAmong(dense_p, p), "bm_rank": RankAmong(bm_p[bm_at], p[bm_at])}
 
 
