@@ -59,8 +59,9 @@ def candidates(data: Path, convs: Sequence[int], embed_cache: Path | None, c: in
         searcher.settings = base
         top, final, parts = searcher.rank(sig, layout, index, wanted, c)
         m = len(top)
-        dense = sig.dense if sig.stripped is None else (
-            (1 - base.search_weight_stripped) * sig.dense + base.search_weight_stripped * sig.stripped)
+        dense = np.asarray(sig.dense) if sig.stripped is None else (
+            (1 - base.search_weight_stripped) * np.asarray(sig.dense)
+            + base.search_weight_stripped * np.asarray(sig.stripped))
         vecs = searcher.store.event_catalog.vectors.matrix[layout.rows[top]].astype(np.float32)
         seeds = vecs[:3]
         chain = vecs @ seeds.T

@@ -189,6 +189,21 @@ def test_scattered_reads_like_the_array_it_stands_for() -> None:
     assert [x[i] for i in range(6)] == dense.tolist()
     assert np.array_equal(x, dense) and np.array_equal(x[np.array([4, 0])], dense[[4, 0]])
     assert x.astype(np.float32).dtype == np.float32 and x[5] == 0.0 and not x[np.int64(3)] > 0
+    assert np.array_equal(x[dense > 0.1], [0.5, 2.0])  # a mask over every position
+
+
+def test_filled_reads_like_the_array_it_stands_for() -> None:
+    from graphmem.retrieve.sparse_arrays import Filled
+
+    at = np.array([0, 3, 5])
+    x = Filled(7, at, np.array([0.2, 0.9, -0.3]), -1.0)
+    dense = np.array([0.2, -1.0, -1.0, 0.9, -1.0, -0.3, -1.0])
+    assert [x[i] for i in range(7)] == dense.tolist()
+    assert np.array_equal(x, dense) and np.array_equal(x[np.array([6, 3, 1])], dense[[6, 3, 1]])
+    assert np.array_equal(x[dense > -1.0], dense[dense > -1.0])
+    held = x[at]  # its own positions: their values, a copy
+    held[:] = 5.0
+    assert np.array_equal(x, dense) and x.shape == (7,)
 
 
 def test_an_overlay_reads_like_its_array_and_ranks_like_it_under_additions() -> None:

@@ -55,12 +55,13 @@ def shortlist_cosines(
     store: Any, layout: EventLayout, unit: np.ndarray, blend: float, named: np.ndarray, lexical: np.ndarray,
     settings: Settings,
 ) -> tuple[np.ndarray, tuple[float, float], np.ndarray] | None:
-    """``(sims, (mean, std), scanned)``: the ``(n, k)`` cosines of the layout's events to the ``k`` unit
-    vectors ``unit`` (the question, and its variant without names when ``k`` is 2), exact at the
-    shortlist, at the positions ``named`` and ``lexical`` (the BM25 hits) and at the session
-    neighbours of the shortlist and the BM25 hits, :data:`OUTSIDE` elsewhere; and the mean and
+    """``(sims, (mean, std), scanned)``: the positions ``scanned`` (ascending) are the shortlist,
+    ``named``, ``lexical`` (the BM25 hits) and the session neighbours of the shortlist and the
+    BM25 hits; ``sims`` the ``(len(scanned), k)`` exact cosines of their events to the ``k`` unit
+    vectors ``unit`` (the question, and its variant without names when ``k`` is 2; every other
+    event stands for :data:`OUTSIDE`, below any mean, without an array of every event); the mean and
     standard deviation over every event of the blended cosine (``(1 - blend)`` x the first plus
-    ``blend`` x the second when ``k`` is 2); and the positions scanned (ascending). None when the full scan is the way (a float32 mirror,
+    ``blend`` x the second when ``k`` is 2). None when the full scan is the way (a float32 mirror,
     fewer events than ``search_shortlist_min_events``, kept sums still growing, the rank fusion
     ``search_fusion="rrf"``, which ranks every event's cosine)."""
     vectors = store.event_catalog.vectors
@@ -99,6 +100,5 @@ def shortlist_cosines(
         around = layout.neighbour_index(reach)[near].ravel()
         keep[around[around >= 0]] = True
     cand = np.flatnonzero(keep)
-    sims = np.full((n, unit.shape[0]), OUTSIDE, dtype=np.float64, order="F")
-    sims[cand] = _scan(vectors, unit, rows[cand], settings.search_scan_split_from)
+    sims = _scan(vectors, unit, rows[cand], settings.search_scan_split_from).astype(np.float64)
     return sims, (mean, math.sqrt(var)), cand

@@ -98,10 +98,10 @@ from graphmem.retrieve.event_hops import continuation_shares
 from graphmem.retrieve.event_rank import pruned_feedback, weighted_sum
 from graphmem.retrieve.event_reasons import event_reasons
 from graphmem.retrieve.event_score import Ranked, sparse_score
-from graphmem.retrieve.event_shortlist import shortlist_cosines
+from graphmem.retrieve.event_shortlist import OUTSIDE, shortlist_cosines
 from graphmem.retrieve.event_terms import event_terms, query_words
 from graphmem.retrieve.query_vectors import QueryVectors, query_texts
-from graphmem.retrieve.sparse_arrays import Overlay, Scattered, spread
+from graphmem.retrieve.sparse_arrays import Filled, Overlay, Scattered, spread
 from graphmem.store.search import EventLayout
 
 HitKind = Literal["learning", "event"]
@@ -123,7 +123,7 @@ class Hit(BaseModel):
 class _Signals:
     """Per-event signal arrays in layout order (one entry per user event)."""
 
-    dense: np.ndarray
+    dense: np.ndarray | Filled  # cosine to the query (Filled: OUTSIDE off the scanned positions)
     bm25: np.ndarray
     entity: np.ndarray
     tool: np.ndarray
@@ -132,7 +132,7 @@ class _Signals:
     mention: np.ndarray
     date: np.ndarray
     hop_via: dict[int, str] | None = None
-    stripped: np.ndarray | None = None  # cosine to the query without its anchored entity names
+    stripped: np.ndarray | Filled | None = None  # cosine to the query without its anchored entity names
     session_sim: np.ndarray | None = None  # cosine of the query to the event's session centroid
     query_terms: tuple[str, ...] = ()  # the query's normalised terms (for the feedback query)
     address: np.ndarray | None = None  # 1 where the text names a query entity linked to other events only
@@ -354,8 +354,8 @@ class EventSearch:
 
     def _dense(
         self, pending: QueryVectors, layout: EventLayout, named: tuple[np.ndarray, np.ndarray] | tuple[()] = (),
-    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray, tuple[float, float] | None,
-               np.ndarray | None]:
+    ) -> tuple[np.ndarray | Filled, np.ndarray | Filled | None, np.ndarray | None, np.ndarray,
+               tuple[float, float] | None, np.ndarray | None]:
         """Cosine of every event to the query, and (when ``search_weight_stripped`` > 0 and the
         query names anchored entities) to the query without those names: the graph signals
         already cover the names, the rest is what the question asks about (``pending``: their
@@ -377,12 +377,21 @@ class EventSearch:
         short = None
         if named:  # (positions where entity, mention or tool is nonzero, the BM25 hits' positions)
             short = shortlist_cosines(self.store, layout, unit, blend, named[0], named[1], self.settings)
-        sims, stats, scanned = short if short is not None else (user_cosines(vectors, layout.rows, unit), None, None)
+        dense: np.ndarray | Filled
+        stripped: np.ndarray | Filled | None
+        if short is not None:  # exact at the scanned positions, OUTSIDE elsewhere
+            sims, stats, scanned = short
+            n = len(layout)
+            dense = Filled(n, scanned, sims[:, 0], OUTSIDE)
+            stripped = Filled(n, scanned, sims[:, 1], OUTSIDE) if sims.shape[1] > 1 else None
+        else:
+            sims, stats, scanned = user_cosines(vectors, layout.rows, unit), None, None
+            dense, stripped = sims[:, 0], (sims[:, 1] if sims.shape[1] > 1 else None)
         session_sim = None
         if self.settings.search_weight_session > 0:
             centroids, member = session_centroids(layout, self.store.event_catalog.vectors)
             session_sim = np.where(member >= 0, (centroids @ unit[0]).astype(np.float64)[np.maximum(member, 0)], 0.0)
-        return sims[:, 0], (sims[:, 1] if sims.shape[1] > 1 else None), session_sim, unit[-1], stats, scanned
+        return dense, stripped, session_sim, unit[-1], stats, scanned
 
     # --- scoring ----------------------------------------------------------------------------
     def _score(
@@ -397,9 +406,9 @@ class EventSearch:
             return sparse
         n = sig.dense.shape[0]
         cand = s.search_candidates
-        dense = sig.dense
+        dense = np.asarray(sig.dense)  # (a Filled one made whole)
         if sig.stripped is not None and s.search_weight_stripped > 0:
-            dense = (1.0 - s.search_weight_stripped) * sig.dense + s.search_weight_stripped * sig.stripped
+            dense = (1.0 - s.search_weight_stripped) * dense + s.search_weight_stripped * np.asarray(sig.stripped)
         dense_rank: Any = RankOf(dense, np.ones(n, dtype=bool))  # for the reasons of the hits
         bm_rank: Any = RankOf(sig.bm25, sig.bm25 > 0)
         if s.search_fusion == "rrf":

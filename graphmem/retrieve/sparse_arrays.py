@@ -6,6 +6,8 @@ most of their values are 0 or a kept prior. These classes hold the few positions
 and read like the array they stand for (``x[i]``, ``x[positions]``, ``np.asarray(x)``):
 
 - :class:`Scattered`: zero outside its positions (a signal that lands on few events);
+- :class:`Filled`: another constant outside its positions (the cosines of the events a
+  shortlist scanned);
 - :class:`Overlay`: the kept prior scores outside its positions (the final scores).
 """
 
@@ -42,10 +44,14 @@ class Scattered:
         return jc, self.at[jc] == positions
 
     def __getitem__(self, i: Any) -> Any:
+        if i is self.at:  # (the positions held, in order)
+            return self.values.copy()
         if np.ndim(i) == 0:
             j = int(np.searchsorted(self.at, i))
             return self.values[j] if j < self.at.size and self.at[j] == i else self._off(i)
         positions = np.asarray(i)
+        if positions.dtype == bool:  # a mask over every position
+            return np.asarray(self)[positions]
         jc, hit = self._where(positions)
         return np.where(hit, self.values[jc] if self.at.size else 0.0, self._off(positions))
 
@@ -72,6 +78,22 @@ class Scattered:
             where = np.searchsorted(self.at, fresh)
             self.at = np.insert(self.at, where, fresh)
             self.values = np.insert(self.values, where, fresh_values)
+
+
+class Filled(Scattered):
+    """A per-event array that is ``fill`` outside the positions ``at`` (ascending, distinct) and
+    ``values`` there: the cosines a shortlist scan found, every other event standing for a
+    cosine below any mean (an array of every event costs ~1.5 ms to fill at a million)."""
+
+    def __init__(self, n: int, at: np.ndarray, values: np.ndarray, fill: float) -> None:
+        super().__init__(n, at, values)
+        self.fill = float(fill)
+
+    def _off(self, positions: Any) -> Any:
+        return np.full(np.shape(positions), self.fill) if np.ndim(positions) else np.float64(self.fill)
+
+    def _whole(self) -> np.ndarray:
+        return np.full(self.shape[0], self.fill)
 
 
 class Overlay(Scattered):
