@@ -521,8 +521,11 @@ class LexicalIndex:
         if scratch is None or scratch[0].shape[0] != size:
             scratch = (np.zeros(size, dtype=np.float64), np.zeros(size, dtype=np.uint8))
         acc, mark = scratch
-        for rows, part in zip(parts_rows, parts_scores):
-            acc[rows] += part
+        for j, (rows, part) in enumerate(zip(parts_rows, parts_scores)):
+            if j == 0:
+                acc[rows] = part  # (0.0 + x is x: the same sums without reading the zeros)
+            else:
+                acc[rows] += part
             mark[rows] = 1
         hit = np.flatnonzero(mark)
         got = acc[hit]
