@@ -81,6 +81,11 @@ def test_incremental_layout_equals_a_rebuilt_one(make_memory: Callable[..., Memo
     assert entity_index(store, "alice", grown) is index
     assert index.linked == fresh.linked and index.mentioned == fresh.mentioned and index.names == fresh.names
     assert {k: sorted(v) for k, v in index.postings.items()} == {k: sorted(v) for k, v in fresh.postings.items()}
+    for idx in (index, fresh):  # the linked flags, kept beside the postings, say what `linked` says
+        for key, posting in idx.postings.items():
+            assert idx.linked_flags[key] == [key in idx.linked[p] for p in posting], key
+        assert any(any(flags) for flags in idx.linked_flags.values())
+        assert not all(all(flags) for flags in idx.linked_flags.values())
     assert np.array_equal(time_flags(grown), time_flags(rebuilt))
     assert row_positions(grown) == {int(r): p for p, r in enumerate(rebuilt.rows)}
     db_names = {str(r["name"]) for r in store.read(

@@ -226,12 +226,16 @@ class EntityIndex:
 
     ``linked[p]``: keys the caller linked to the event at position ``p`` (``entities=``);
     ``mentioned[p]``: keys found in its text only; ``postings[key]``: positions of every event
-    linked to or mentioning ``key``; ``names[key]``: a display name."""
+    linked to or mentioning ``key``; ``names[key]``: a display name; ``linked_flags[key]``,
+    aligned with ``postings[key]``: whether ``key`` is linked to that event (read as a numpy
+    array at once, where asking ``linked`` per event cost ~65 ms for a speaker of 60,000 turns
+    at a million events)."""
 
     linked: list[frozenset[str]]
     mentioned: list[frozenset[str]]
     postings: dict[str, list[int]]
     names: dict[str, str]
+    linked_flags: dict[str, list[bool]] = field(default_factory=dict, repr=False, compare=False)
     _known: tuple[int, dict[str, str]] | None = field(default=None, repr=False, compare=False)
 
     def known_keys(self) -> dict[str, str]:
@@ -249,6 +253,7 @@ class EntityIndex:
         own = [frozenset(normalise_entity(x) for x in names) for names in linked]
         found: list[set[str]] = [set() for _ in range(n)]
         postings: dict[str, list[int]] = {}
+        flags: dict[str, list[bool]] = {}
         names: dict[str, str] = {}
         for ident, name in rows:
             p = position.get(ident)
@@ -259,13 +264,15 @@ class EntityIndex:
             if key not in found[p]:
                 found[p].add(key)
                 postings.setdefault(key, []).append(p)
+                flags.setdefault(key, []).append(key in own[p])
         for p, keys in enumerate(own):
             for key in keys:
                 if key not in found[p]:
                     found[p].add(key)
                     postings.setdefault(key, []).append(p)
+                    flags.setdefault(key, []).append(True)
         mentioned = [frozenset(found[p] - own[p]) for p in range(n)]
-        return cls(own, mentioned, postings, names)
+        return cls(own, mentioned, postings, names, flags)
 
     def extend(self, position: Mapping[str, int], linked: Sequence[Sequence[str]], rows: Iterable[tuple[str, str]]) -> None:
         """Add the positions from ``len(self.linked)`` to ``len(linked)`` (events appended to the
@@ -277,5 +284,6 @@ class EntityIndex:
         self.mentioned.extend(tail.mentioned)
         for key, ps in tail.postings.items():
             self.postings.setdefault(key, []).extend(p + start for p in ps)
+            self.linked_flags.setdefault(key, []).extend(tail.linked_flags[key])
         for key, name in tail.names.items():
             self.names.setdefault(key, name)

@@ -107,7 +107,11 @@ def entity_arrays(index: EntityIndex, key: str, layout: EventLayout) -> tuple[np
         start = 0 if got is None else got[0].size
         tail = posting[start:]
         pos = np.asarray(tail, dtype=np.int64)
-        linked = np.fromiter((key in index.linked[p] for p in tail), dtype=bool, count=len(tail))
+        flags = index.linked_flags.get(key, ())
+        if len(flags) >= len(posting):  # (kept beside the posting: read at once)
+            linked = np.array(flags[start : len(posting)], dtype=bool)
+        else:
+            linked = np.fromiter((key in index.linked[p] for p in tail), dtype=bool, count=len(tail))
         got = (pos, linked) if got is None else (np.concatenate([got[0], pos]), np.concatenate([got[1], linked]))
         cache[key] = got
     return got
