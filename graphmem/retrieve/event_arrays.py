@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -105,8 +106,8 @@ def entity_arrays(index: EntityIndex, key: str, layout: EventLayout) -> tuple[np
     got = cache.get(key)
     if got is None or got[0].size < len(posting):
         start = 0 if got is None else got[0].size
-        tail = posting[start:]
-        pos = np.asarray(tail, dtype=np.int64)
+        tail = posting[start:]  # (a copy: the index may grow meanwhile)
+        pos = np.frombuffer(tail, dtype=np.int64) if isinstance(tail, array) else np.asarray(tail, dtype=np.int64)
         flags = index.linked_flags.get(key, ())
         if len(flags) >= len(posting):  # (kept beside the posting: read at once)
             linked = np.array(flags[start : len(posting)], dtype=bool)
