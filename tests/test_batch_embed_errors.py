@@ -1,0 +1,64 @@
+"""add_learnings embeds its batch, then writes it in one transaction: an embedder that fails, or
+returns fewer rows than texts, writes nothing (before, a short answer silently dropped the
+learnings it had no row for), and later batches work."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from graphmem import HashEmbedder, Memory
+from graphmem.errors import EmbedderError
+
+ITEMS: list[dict[str, Any]] = [
+    {"content": "Keep emails to Dana short", "tool": "send_email", "entities": ["Dana"], "topics": ["email"]},
+    {"content": "Refund duplicate invoices the same day", "tool": "billing", "entities": ["Initech"],
+     "topics": ["invoices"]},
+    {"content": "Keep emails to Dana short", "tool": "send_email", "entities": ["Dana", "Acme"]},  # in-batch duplicate
+    {"content": "Use the staging cluster first", "tool": "deploy", "topics": ["releases"]},
+    {"content": "Existing rule about releases", "topics": ["releases"]},  # a duplicate of one added before
+]
+
+
+class FlakyEmbedder:
+    """The hash embedder's vectors, unless it is told to fail or to return a row too few."""
+
+    def __init__(self) -> None:
+        self.inner = HashEmbedder()
+        self.name, self.dim = self.inner.name, self.inner.dim
+        self.mode = "ok"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.mode == "fail":
+            raise RuntimeError("embedder down")
+        vectors = self.inner.embed(texts)
+        return vectors[:-1] if self.mode == "short" and len(texts) > 1 else vectors
+
+
+def _graph(mem: Memory) -> list[Any]:
+    rows = mem.cypher("MATCH (l:Learning)-[r]->(a) RETURN l.content AS c, label(r) AS rel, a.name AS anchor, "
+                      "l.validations AS v")
+    related = mem.cypher("MATCH (a)-[r:RELATED]->(b) RETURN a.name AS x, b.name AS y, r.weight AS w")
+    return [sorted((tuple(sorted(r.items())) for r in rows), key=repr), sorted((tuple(sorted(r.items())) for r in related), key=repr)]
+
+
+@pytest.mark.parametrize("mode, error", [("fail", RuntimeError), ("short", EmbedderError)])
+def test_an_embedder_failure_in_a_batch_writes_nothing_and_later_batches_work(
+    make_memory: Callable[..., Memory], mode: str, error: type[Exception],
+) -> None:
+    embedder = FlakyEmbedder()
+    mem = make_memory(embedder=embedder)
+    mem.add_learnings(ITEMS[:2])
+    before = (mem.stats(), _graph(mem), len(mem.store.learning_catalog))
+    embedder.mode = mode
+    for _ in range(3):  # the same rows' counts written and rolled back again and again
+        with pytest.raises(error, match="embedder down" if mode == "fail" else "nothing was written"):
+            mem.add_learnings(ITEMS[1:])
+    assert (mem.stats(), _graph(mem), len(mem.store.learning_catalog)) == before
+    embedder.mode = "ok"
+    added = mem.add_learnings(ITEMS[1:])
+    assert mem.stats()["Learning"] == 4 and added[0].validations == 1
+    assert all(mem.search(l.content, over="learnings", k=1)[0].id == l.id for l in added)
