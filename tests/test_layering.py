@@ -7,7 +7,7 @@ Layers, top to bottom (a module belongs to the most specific entry that names it
 2. facade: ``graphmem.memory``
 3. services: every module not named in another layer (``learnings``, ``events``, ``learn``,
    ``retrieve``, ``summaries``, ``lifecycle``, ``outcomes``, ``promote``, ``improve``, ...)
-4. engines: ``graphmem.store``, ``graphmem.embed``, ``graphmem.embed_workers``, ``graphmem.embed_openai``, ``graphmem.llm``
+4. engines: ``graphmem.store``, ``graphmem.embed``, ``graphmem.embed_model``, ``graphmem.embed_workers``, ``graphmem.embed_openai``, ``graphmem.llm``
 5. foundation: ``graphmem.models``, ``graphmem.config``, ``graphmem.errors``, ``graphmem.inputs``,
    ``graphmem.deps``, and the pure text rules ``graphmem.learn.injection`` and
    ``graphmem.learn.contradiction`` (the services and the offline LLM both use them)
@@ -42,7 +42,7 @@ EXACT = {"graphmem": ENTRY, "graphmem.__main__": ENTRY}
 PACKAGES = {
     "graphmem.cli": ENTRY, "graphmem.server": ENTRY, "graphmem.integrations": ENTRY, "graphmem.client": ENTRY,
     "graphmem.memory": FACADE,
-    "graphmem.store": ENGINES, "graphmem.embed": ENGINES, "graphmem.embed_workers": ENGINES, "graphmem.embed_openai": ENGINES, "graphmem.llm": ENGINES,
+    "graphmem.store": ENGINES, "graphmem.embed": ENGINES, "graphmem.embed_model": ENGINES, "graphmem.embed_workers": ENGINES, "graphmem.embed_openai": ENGINES, "graphmem.llm": ENGINES,
     "graphmem.models": FOUNDATION, "graphmem.config": FOUNDATION, "graphmem.errors": FOUNDATION,
     "graphmem.inputs": FOUNDATION, "graphmem.deps": FOUNDATION, "graphmem.learn.injection": FOUNDATION,
     "graphmem.learn.contradiction": FOUNDATION,
