@@ -48,6 +48,7 @@ def test_embedding_does_not_import_sentence_transformers() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+    assert "Loading weights" not in done.stderr and "[transformers]" not in done.stderr, done.stderr  # a quiet load
 
 
 def _folder(tmp_path: Path, kinds: list[str], pooling: dict[str, object], config: dict[str, object]) -> Path:
