@@ -379,17 +379,28 @@ def embed_with_progress(
     batch: int = 256,
 ) -> np.ndarray:
     """``embedder.embed(texts)``, in batches of ``batch`` texts when ``progress`` is given, which is
-    then called with (texts embedded so far, len(texts)) after each batch."""
+    then called with (texts embedded so far, len(texts)) after each batch. An embedder that
+    returns another number of rows than texts is an :class:`EmbedderError` (a batch write must
+    not pair its items with too few vectors)."""
     if progress is None or len(texts) <= batch:
-        vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+        vectors = _rows_for(embedder.embed(texts), len(texts))
         if progress is not None:
             progress(len(texts), len(texts))
         return vectors
     parts = []
     for start in range(0, len(texts), batch):
-        parts.append(np.asarray(embedder.embed(texts[start : start + batch]), dtype=np.float32))
+        chunk = texts[start : start + batch]
+        parts.append(_rows_for(embedder.embed(chunk), len(chunk)))
         progress(min(start + batch, len(texts)), len(texts))
     return np.vstack(parts)
+
+
+def _rows_for(vectors: np.ndarray, count: int) -> np.ndarray:
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != count:
+        got = matrix.shape[0] if matrix.ndim else 0
+        raise EmbedderError(f"the embedder returned {got} vectors for {count} texts; nothing was written")
+    return matrix
 
 
 def default_embedder(

@@ -17,7 +17,7 @@ import numpy as np
 
 from graphmem.embed import embed_with_progress
 from graphmem.embed_workers import embed_one_beside
-from graphmem.errors import EmbedderError, InvalidInputError
+from graphmem.errors import InvalidInputError
 from graphmem.inputs import (
     model_errors,
     names,
@@ -139,8 +139,7 @@ class LearningService:
                 raise type(e)(f"item {i}: {e}") from e
         if not prepared:
             return []
-        vectors = _rows_of(embed_with_progress(self.deps.embedder, [_embedding_text(l) for l, _ in prepared], progress),
-                           len(prepared))
+        vectors = embed_with_progress(self.deps.embedder, [_embedding_text(l) for l, _ in prepared], progress)
         fresh: dict[tuple[str, str], tuple[Learning, LearningLinks, np.ndarray]] = {}
         merges: list[tuple[int, str | tuple[str, str], Learning, LearningLinks]] = []  # (position, into, new)
         out: list[Learning | tuple[str, str] | None] = []  # a new learning's key, or None until merged
@@ -469,16 +468,6 @@ def merged_learning(existing: Learning, new: Learning, now: datetime) -> Learnin
             "entities": existing.entities + [e for e in new.entities if e not in existing.entities],
         }
     )
-
-
-def _rows_of(vectors: np.ndarray, count: int) -> np.ndarray:
-    """The embedder's float32 rows for ``count`` texts; an EmbedderError when it returned
-    another count (nothing is written then)."""
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != count:
-        got = matrix.shape[0] if matrix.ndim else 0
-        raise EmbedderError(f"the embedder returned {got} vectors for {count} texts; nothing was written")
-    return matrix
 
 
 def _embedding_text(learning: Learning) -> str:

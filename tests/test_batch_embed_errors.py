@@ -1,6 +1,6 @@
-"""add_learnings embeds its batch, then writes it in one transaction: an embedder that fails, or
-returns fewer rows than texts, writes nothing (before, a short answer silently dropped the
-learnings it had no row for), and later batches work."""
+"""add_learnings and record_events embed their batch, then write it in one transaction: an
+embedder that fails, or returns fewer rows than texts, writes nothing (before, a short answer
+silently dropped the items it had no row for), and later batches work."""
 
 from __future__ import annotations
 
@@ -62,3 +62,24 @@ def test_an_embedder_failure_in_a_batch_writes_nothing_and_later_batches_work(
     added = mem.add_learnings(ITEMS[1:])
     assert mem.stats()["Learning"] == 4 and added[0].validations == 1
     assert all(mem.search(l.content, over="learnings", k=1)[0].id == l.id for l in added)
+
+
+def test_record_events_and_a_progress_bar_refuse_too_few_vectors(make_memory: Callable[..., Memory]) -> None:
+    """The check sits in the batch embedding both batch writes share: events too, and a batch
+    embedded in chunks for a progress bar (each chunk checked)."""
+    embedder = FlakyEmbedder()
+    mem = make_memory(embedder=embedder)
+    events = [{"kind": "message", "content": f"turn {i} about the invoice", "role": "user"} for i in range(3)]
+    mem.record_events(events)
+    embedder.mode = "short"
+    with pytest.raises(EmbedderError, match="2 vectors for 3 texts"):
+        mem.record_events(events)
+    assert mem.stats()["Event"] == 3 and len(mem.store.event_catalog.vectors) == 3
+    many = [{"content": f"rule {i} for the release checklist"} for i in range(300)]  # two chunks of 256 and 44
+    with pytest.raises(EmbedderError, match="255 vectors for 256 texts"):
+        mem.add_learnings(many, progress=lambda done, total: None)
+    assert mem.stats().get("Learning", 0) == 0
+    embedder.mode = "ok"
+    seen: list[tuple[int, int]] = []
+    assert len(mem.add_learnings(many, progress=lambda done, total: seen.append((done, total)))) == 300
+    assert seen == [(256, 300), (300, 300)]
