@@ -17,10 +17,25 @@ def test_ingest_writes_local_results_unless_saved(tmp_path: Path, monkeypatch: p
     ingest.main(small)
     local = json.loads((tmp_path / "local" / "ingest.json").read_text())
     assert local["n"] == 4 and set(local["file_bytes"]) == {"1"}
+    # a batch's time splits into the embedder's and the rest
+    hashed = local["ingest"]["hash"]
+    assert hashed["add_learnings_embed_ms_per_batch"] > 0 and hashed["add_learnings_rest_ms_per_batch"] > 0
+    per_batch = 1000 * 2 / hashed["add_learnings_per_s"]
+    assert hashed["add_learnings_embed_ms_per_batch"] + hashed["add_learnings_rest_ms_per_batch"] == pytest.approx(per_batch)
     assert (tmp_path / "local" / "ingest.png").exists()
     assert not (tmp_path / "ingest.json").exists()
     ingest.main([*small, "--save"])
     assert json.loads((tmp_path / "ingest.json").read_text())["n"] == 4
+
+
+def test_embedding_clock_counts_embed_calls_and_puts_the_method_back() -> None:
+    from graphmem import HashEmbedder
+
+    embedder = HashEmbedder(8)
+    with ingest._embedding_clock(embedder) as spent:
+        assert embedder.embed(["one", "two"]).shape == (2, 8)
+    assert spent[0] > 0 and "embed" not in vars(embedder)
+    assert embedder.embed(["three"]).shape == (1, 8)
 
 
 def test_write_path_accounts_for_every_statement_of_an_add(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
