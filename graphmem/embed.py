@@ -397,9 +397,11 @@ def embed_with_progress(
 
 def _rows_for(vectors: np.ndarray, count: int) -> np.ndarray:
     matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != count:
-        got = matrix.shape[0] if matrix.ndim else 0
-        raise EmbedderError(f"the embedder returned {got} vectors for {count} texts; nothing was written")
+    if matrix.ndim != 2:
+        raise EmbedderError(f"the embedder returned an array of shape {matrix.shape} for {count} texts, "
+                            "not one row per text; nothing was written")
+    if matrix.shape[0] != count:
+        raise EmbedderError(f"the embedder returned {matrix.shape[0]} vectors for {count} texts; nothing was written")
     return matrix
 
 

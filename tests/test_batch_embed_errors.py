@@ -34,6 +34,8 @@ class FlakyEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self.mode == "fail":
             raise RuntimeError("embedder down")
+        if self.mode == "flat":
+            return self.inner.embed(texts).reshape(-1)
         vectors = self.inner.embed(texts)
         return vectors[:-1] if self.mode == "short" and len(texts) > 1 else vectors
 
@@ -83,3 +85,12 @@ def test_record_events_and_a_progress_bar_refuse_too_few_vectors(make_memory: Ca
     seen: list[tuple[int, int]] = []
     assert len(mem.add_learnings(many, progress=lambda done, total: seen.append((done, total)))) == 300
     assert seen == [(256, 300), (300, 300)]
+
+
+def test_a_flat_array_from_the_embedder_is_refused_by_its_shape(make_memory: Callable[..., Memory]) -> None:
+    embedder = FlakyEmbedder()
+    mem = make_memory(embedder=embedder)
+    embedder.mode = "flat"
+    with pytest.raises(EmbedderError, match=r"shape \(768,\) for 2 texts, not one row per text"):
+        mem.add_learnings(ITEMS[:2])
+    assert mem.stats().get("Learning", 0) == 0

@@ -109,8 +109,9 @@ def entity_arrays(index: EntityIndex, key: str, layout: EventLayout) -> tuple[np
         tail = posting[start:]  # (a copy: the index may grow meanwhile)
         pos = np.frombuffer(tail, dtype=np.int64) if isinstance(tail, array) else np.asarray(tail, dtype=np.int64)
         flags = index.linked_flags.get(key, ())
-        if len(flags) >= len(posting):  # (kept beside the posting: read at once)
-            linked = np.array(flags[start : len(posting)], dtype=bool)
+        end = start + len(tail)  # the copied positions only: the posting may have grown since
+        if len(flags) >= end:  # (kept beside the posting: read at once)
+            linked = np.array(flags[start:end], dtype=bool)
         else:
             linked = np.fromiter((key in index.linked[p] for p in tail), dtype=bool, count=len(tail))
         got = (pos, linked) if got is None else (np.concatenate([got[0], pos]), np.concatenate([got[1], linked]))
